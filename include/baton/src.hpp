@@ -1,0 +1,19 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_SRC_HPP
+#define BATON_SRC_HPP
+
+/** @file
+    Include in exactly one translation unit when `BATON_SEPARATE_COMPILATION`
+    is defined, to compile baton's non-template code once.
+*/
+
+#ifndef BATON_SEPARATE_COMPILATION
+#error "Define BATON_SEPARATE_COMPILATION in every translation unit before including <baton/src.hpp>"
+#endif
+
+#undef BATON_DECL
+#define BATON_DECL
+
+#include <baton/impl/error.ipp>
+
+#endif
