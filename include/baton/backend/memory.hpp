@@ -1,0 +1,271 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_BACKEND_MEMORY_HPP
+#define BATON_BACKEND_MEMORY_HPP
+
+/** @file
+    `memory_backend`: the record store in this process's memory.
+
+    For deterministic simulation, demos and benchmarks: it enforces every
+    precondition exactly, gives every put a fresh version, and counts
+    requests by kind so tests and benchmarks can assert round trips. It is
+    not a substitute for a real server in integration tests.
+*/
+
+#include <baton/detail/config.hpp>
+#include <baton/error.hpp>
+#include <baton/store.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace baton {
+
+/// Settings of a `memory_backend`.
+struct memory_backend_params {
+    /// Puts with larger bodies fail with `errc::invalid_argument` (S3 and DynamoDB have limits too).
+    std::size_t max_body_bytes = 1024 * 1024;
+};
+
+/** The record store in memory.
+
+    @par Thread safety
+    Copies share one store; all operations may be called from any thread.
+*/
+class memory_backend {
+public:
+    /// Completions run here unless the handler has an executor of its own.
+    using executor_type = boost::asio::any_io_executor;
+
+    /// Requests served, by kind.
+    struct request_counts {
+        std::uint64_t gets = 0;      ///< `async_get` calls
+        std::uint64_t puts = 0;      ///< `async_put` calls, whatever their outcome
+        std::uint64_t erases = 0;    ///< `async_erase` calls
+        std::uint64_t lists = 0;     ///< `async_list` calls
+        std::uint64_t probes = 0;    ///< `async_probe` calls
+        std::uint64_t refused = 0;   ///< puts and erases refused by their precondition
+    };
+
+    /// An empty store whose completions run on `ex`.
+    explicit memory_backend(executor_type ex, memory_backend_params p = {})
+        : ex_(std::move(ex)), state_(std::make_shared<state>(p)) {}
+
+    /// The default completion executor.
+    executor_type get_executor() const noexcept { return ex_; }
+
+    /// Another handle on the same store whose completions run on `ex`.
+    memory_backend rebind(executor_type ex) const { return memory_backend(std::move(ex), state_); }
+
+    /// Reads `key`. Completion: `void(error_code, get_result)`.
+    template <class Token>
+    auto async_get(std::string key, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, get_result)>(
+            [st = state_, ex = ex_](auto handler, std::string key) {
+                get_result r;
+                error_code ec = st->get(key, r);
+                complete(ex, std::move(handler), ec, std::move(r));
+            },
+            token, std::move(key));
+    }
+
+    /// Writes `key` if `pc` holds. Completion: `void(error_code, put_result)`.
+    template <class Token>
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, put_result)>(
+            [st = state_, ex = ex_](auto handler, std::string key, std::string body, precondition pc) {
+                put_result r;
+                error_code ec = st->put(key, std::move(body), pc, r);
+                complete(ex, std::move(handler), ec, std::move(r));
+            },
+            token, std::move(key), std::move(body), std::move(pc));
+    }
+
+    /// Deletes `key` if `pc` holds. Completion: `void(error_code, erase_result)`.
+    template <class Token>
+    auto async_erase(std::string key, precondition pc, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, erase_result)>(
+            [st = state_, ex = ex_](auto handler, std::string key, precondition pc) {
+                erase_result r;
+                error_code ec = st->erase(key, pc);
+                complete(ex, std::move(handler), ec, std::move(r));
+            },
+            token, std::move(key), std::move(pc));
+    }
+
+    /// Lists keys with `prefix` strictly after `after`. Completion: `void(error_code, list_page)`.
+    template <class Token>
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, list_page)>(
+            [st = state_, ex = ex_](auto handler, std::string prefix, std::string after, std::size_t limit) {
+                list_page r;
+                error_code ec = st->list(prefix, after, limit, r);
+                complete(ex, std::move(handler), ec, std::move(r));
+            },
+            token, std::move(prefix), std::move(after), limit);
+    }
+
+    /// Checks what the store honours on a scratch key. Completion: `void(error_code, capabilities)`.
+    template <class Token>
+    auto async_probe(Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, capabilities)>(
+            [st = state_, ex = ex_](auto handler) {
+                capabilities c = st->probe();
+                complete(ex, std::move(handler), error_code{}, std::move(c));
+            },
+            token);
+    }
+
+    /// Requests served so far by this store (all handles).
+    request_counts counts() const {
+        std::lock_guard lock(state_->mutex);
+        return state_->counts;
+    }
+
+    /// Number of records stored.
+    std::size_t size() const {
+        std::lock_guard lock(state_->mutex);
+        return state_->records.size();
+    }
+
+private:
+    struct stored {
+        std::string body;
+        std::string version;
+    };
+
+    struct state {
+        explicit state(memory_backend_params p) : params(p) {}
+
+        memory_backend_params params;
+        mutable std::mutex mutex;
+        std::map<std::string, stored, std::less<>> records;
+        std::uint64_t next_version = 1;
+        request_counts counts;
+
+        static error_code check_key(std::string const& key) {
+            if (key.empty() || key.size() > store_limits::max_key_bytes) return errc::invalid_argument;
+            return {};
+        }
+
+        error_code get(std::string const& key, get_result& r) {
+            std::lock_guard lock(mutex);
+            ++counts.gets;
+            if (auto ec = check_key(key)) return ec;
+            auto it = records.find(key);
+            if (it != records.end()) r.found = record{key, it->second.body, it->second.version};
+            return {};
+        }
+
+        error_code put(std::string const& key, std::string body, precondition const& pc, put_result& r) {
+            std::lock_guard lock(mutex);
+            ++counts.puts;
+            if (auto ec = check_key(key)) return ec;
+            if (body.size() > params.max_body_bytes) {
+                r.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds the store's limit of " +
+                                 std::to_string(params.max_body_bytes);
+                return errc::invalid_argument;
+            }
+            auto it = records.find(key);
+            if (!holds(it, pc)) {
+                ++counts.refused;
+                if (it != records.end()) r.current = record{key, it->second.body, it->second.version};
+                return errc::precondition_failed;
+            }
+            // A fresh version on every put, even for identical bytes (no ETag ABA).
+            std::string version = "m" + std::to_string(next_version++);
+            r.version = version;
+            if (it == records.end())
+                records.emplace(key, stored{std::move(body), std::move(version)});
+            else
+                it->second = stored{std::move(body), std::move(version)};
+            return {};
+        }
+
+        error_code erase(std::string const& key, precondition const& pc) {
+            std::lock_guard lock(mutex);
+            ++counts.erases;
+            if (auto ec = check_key(key)) return ec;
+            auto it = records.find(key);
+            if (!holds(it, pc)) {
+                ++counts.refused;
+                return it == records.end() && pc.which() == precondition::kind::matches
+                           ? error_code(errc::not_found)
+                           : error_code(errc::precondition_failed);
+            }
+            if (it != records.end()) records.erase(it);
+            return {};
+        }
+
+        error_code list(std::string const& prefix, std::string const& after, std::size_t limit, list_page& r) {
+            std::lock_guard lock(mutex);
+            ++counts.lists;
+            if (limit == 0) return errc::invalid_argument;
+            auto it = after.empty() || after < prefix ? records.lower_bound(prefix) : records.upper_bound(after);
+            for (; it != records.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+                if (r.entries.size() == limit) {
+                    r.truncated = true;
+                    break;
+                }
+                r.entries.push_back({it->first, it->second.version});
+            }
+            return {};
+        }
+
+        capabilities probe() {
+            {
+                std::lock_guard lock(mutex);
+                ++counts.probes;
+            }
+            // The same checks a remote store gets, run on a scratch key.
+            capabilities c;
+            std::string const key = "baton-probe/" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+            put_result first, second, stale, fresh;
+            put(key, "probe-1", precondition::absent(), first);
+            c.conditional_create = put(key, "probe-2", precondition::absent(), second) == errc::precondition_failed;
+            c.findings.push_back(std::string("put if absent on an existing key: ") +
+                                 (c.conditional_create ? "refused (honoured)" : "accepted (ignored)"));
+            error_code fresh_ec = put(key, "probe-3", precondition::matches(first.version), fresh);
+            c.conditional_replace =
+                !fresh_ec && put(key, "probe-4", precondition::matches(first.version), stale) == errc::precondition_failed;
+            c.findings.push_back(std::string("put if matching a stale version: ") +
+                                 (c.conditional_replace ? "refused (honoured)" : "accepted (ignored)"));
+            c.conditional_erase = erase(key, precondition::matches(first.version)) == errc::precondition_failed;
+            c.findings.push_back(std::string("erase if matching a stale version: ") +
+                                 (c.conditional_erase ? "refused (honoured)" : "accepted (ignored)"));
+            erase(key, precondition::none());
+            return c;
+        }
+
+        bool holds(std::map<std::string, stored, std::less<>>::iterator it, precondition const& pc) const {
+            switch (pc.which()) {
+            case precondition::kind::none: return true;
+            case precondition::kind::absent: return it == records.end();
+            case precondition::kind::matches: return it != records.end() && it->second.version == pc.version();
+            }
+            return false;
+        }
+    };
+
+    memory_backend(executor_type ex, std::shared_ptr<state> st) : ex_(std::move(ex)), state_(std::move(st)) {}
+
+    template <class Handler, class Result>
+    static void complete(executor_type const& ex, Handler&& h, error_code ec, Result&& r) {
+        // Never inline: the handler runs later, on its associated executor.
+        boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), ec, std::forward<Result>(r)));
+    }
+
+    executor_type ex_;
+    std::shared_ptr<state> state_;
+};
+
+} // namespace baton
+
+#endif

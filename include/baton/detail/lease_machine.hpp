@@ -1,0 +1,477 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_DETAIL_LEASE_MACHINE_HPP
+#define BATON_DETAIL_LEASE_MACHINE_HPP
+
+// The lease protocol as a sans-I/O state machine: acquire, renew and release.
+// It never touches a socket, a timer or a clock. The driver (basic_lease)
+// feeds it events with the participant's own monotonic time and carries out
+// the actions it returns: read the record, write it under a precondition,
+// wait, or finish. Tests drive it directly.
+//
+// Safety argument (DESIGN §5-6):
+// - a holder's lease is valid until t_send + ttl on its own clock, where
+//   t_send is when it sent the write that last succeeded; it stops acting at
+//   t_send + renew_deadline;
+// - a contender takes over only after seeing the same version for
+//   ttl x max_clock_rate_skew on its own clock, counted from the response of
+//   its first read of that version;
+// - every change of holder writes token + 1; renewals keep the token;
+// - a write whose outcome is unknown is settled by reading back its nonce.
+
+#include <baton/detail/config.hpp>
+#include <baton/detail/lease_record.hpp>
+#include <baton/error.hpp>
+#include <baton/lease_options.hpp>
+#include <baton/retry.hpp>
+#include <baton/store.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+namespace baton::detail {
+
+using own_time = std::chrono::nanoseconds; // a reading of the participant's own clock, since its epoch
+
+struct lease_action {
+    enum class type { none, read, write, wait, done };
+    type what = type::none;
+    std::string body;                             // write
+    precondition pc = precondition::none();       // write
+    std::chrono::nanoseconds delay{0};            // wait, in own time
+    error_code ec;                                // done
+
+    static lease_action none() { return {}; }
+    static lease_action read() { lease_action a; a.what = type::read; return a; }
+    static lease_action write(std::string body, precondition pc) {
+        lease_action a; a.what = type::write; a.body = std::move(body); a.pc = std::move(pc); return a;
+    }
+    static lease_action wait(std::chrono::nanoseconds d) {
+        lease_action a; a.what = type::wait; a.delay = std::max(d, std::chrono::nanoseconds(0)); return a;
+    }
+    static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
+};
+
+// Which outcomes leave a write's fate unknown, so that it must be read back.
+inline bool outcome_unknown(error_code const& ec) {
+    return ec == errc::timeout || ec == errc::unknown_outcome || ec == errc::service_unavailable ||
+           ec == errc::conflict || (ec.category() != baton::error_category() && is_retryable(ec));
+}
+
+// Hooks into the driver's RetryPolicy, kept non-template so the machine compiles once.
+struct retry_hooks {
+    void* ctx = nullptr;
+    retry_decision (*on_failure)(void*, error_code const&, unsigned, double) = nullptr;
+    void (*on_success)(void*, unsigned) = nullptr;
+};
+
+class lease_machine {
+public:
+    lease_machine(lease_options opts, std::uint64_t seed, retry_hooks hooks)
+        : opts_(std::move(opts)), rng_(seed), hooks_(hooks) {
+        ttl_ = opts_.ttl;
+        renew_interval_ = opts_.effective_renew_interval();
+        renew_deadline_ = opts_.effective_renew_deadline();
+        instance_ = (opts_.owner.empty() ? std::string("baton") : opts_.owner) + "#" + hex(rng_());
+    }
+
+    // ---- queries ---------------------------------------------------------
+    lease_state state() const noexcept { return state_; }
+    std::string const& instance() const noexcept { return instance_; }
+    lease_options const& options() const noexcept { return opts_; }
+    std::uint64_t token() const noexcept { return held_.token; }
+    bool took_over() const noexcept { return took_over_; }
+    own_time deadline() const noexcept { return held_.t_send + renew_deadline_; }
+    own_time valid_until() const noexcept { return held_.t_send + ttl_; }
+    bool is_held(own_time now) const noexcept { return state_ == lease_state::held && now < deadline(); }
+    std::chrono::nanoseconds remaining(own_time now) const noexcept {
+        return is_held(now) ? deadline() - now : std::chrono::nanoseconds(0);
+    }
+    diagnostics const& last_diagnostics() const noexcept { return diag_; }
+    double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+    // ---- acquire -----------------------------------------------------------
+    lease_action acquire_start(own_time now, bool wait) {
+        state_ = lease_state::acquiring;
+        try_once_ = !wait;
+        attempt_ = 0;
+        took_over_ = false;
+        diag_.clear();
+        if (known_ && released_) return claim(now, known_token_ + 1, precondition::matches(known_version_));
+        if (!known_ || absent_) return claim(now, max_token_seen_ + 1, precondition::absent());
+        return lease_action::read();
+    }
+
+    lease_action acquire_on_write(own_time now, error_code ec, put_result const& r) {
+        if (!ec) return claimed(now, inflight_.token, r.version, inflight_.sent);
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed) {
+            if (r.current) return consider(now, *r.current);
+            return lease_action::read();
+        }
+        if (ec == errc::not_found) { // matches on a key that is gone (S3 answers 404)
+            known_ = true;
+            absent_ = true;
+            return retry_or_fail(ec, read_next);
+        }
+        if (outcome_unknown(ec)) pending_ = inflight_;
+        return retry_or_fail(ec, read_next);
+    }
+
+    lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
+                                 diagnostics const& d) {
+        if (ec) {
+            diag_ = d;
+            return retry_or_fail(ec, read_next);
+        }
+        if (!found) {
+            known_ = true;
+            absent_ = true;
+            released_ = false;
+            return claim(now, max_token_seen_ + 1, precondition::absent());
+        }
+        return consider(now, *found);
+    }
+
+    lease_action acquire_on_wait(own_time now) {
+        (void)now;
+        return lease_action::read();
+    }
+
+    // ---- renew (while held) -------------------------------------------------
+    // Time to wait before the next renewal.
+    lease_action renew_schedule(own_time now) {
+        attempt_ = 0;
+        auto const jitter = 0.8 + 0.2 * uniform();
+        auto const next = held_.t_send + std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                             jitter * static_cast<double>(std::chrono::nanoseconds(renew_interval_).count())));
+        return lease_action::wait(next - now);
+    }
+
+    lease_action renew_on_wait(own_time now) {
+        if (state_ != lease_state::held) return lease_action::none();
+        if (next_after_wait_ == read_next) return lease_action::read();
+        return renew_write(now);
+    }
+
+    lease_action renew_on_write(own_time now, error_code ec, put_result const& r) {
+        if (state_ != lease_state::held) return lease_action::none();
+        if (!ec) {
+            held_.version = r.version;
+            held_.t_send = inflight_.sent;
+            held_.nonce = inflight_.nonce;
+            note_success();
+            pending_.reset();
+            return renew_schedule(now);
+        }
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed || ec == errc::not_found) return lose();
+        if (outcome_unknown(ec)) {
+            pending_ = inflight_;
+            return backoff_renew(ec, read_next);
+        }
+        return backoff_renew(ec, write_next);
+    }
+
+    lease_action renew_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d) {
+        if (state_ != lease_state::held) return lease_action::none();
+        if (ec) {
+            diag_ = d;
+            return backoff_renew(ec, read_next);
+        }
+        if (!found) return lose();
+        lease_body b;
+        if (auto dec = decode_lease_body(found->body, b, diag_)) return lose();
+        if (pending_ && b.nonce == pending_->nonce) {
+            held_.version = found->version;
+            held_.t_send = pending_->sent;
+            held_.nonce = pending_->nonce;
+            pending_.reset();
+            note_success();
+            return renew_schedule(now);
+        }
+        if (found->version == held_.version) return renew_write(now); // the write did not land
+        return lose();
+    }
+
+    // The renew deadline passed without a successful renewal.
+    void on_deadline(own_time now) {
+        if (state_ == lease_state::held && now >= deadline()) lose();
+    }
+
+    // ---- release -----------------------------------------------------------
+    // Whether there is a record of ours to mark released (held now, or held
+    // until it was lost: writing the marker lets others take over at once).
+    bool can_release() const noexcept { return has_version_ && (state_ == lease_state::held || state_ == lease_state::lost); }
+
+    lease_action release_start(own_time now) {
+        state_ = lease_state::releasing;
+        attempt_ = 0;
+        diag_.clear();
+        return release_write(now);
+    }
+
+    lease_action release_on_write(own_time now, error_code ec, put_result const& r) {
+        (void)now;
+        if (!ec) return released(r.version);
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed || ec == errc::not_found) return release_failed(errc::lease_lost);
+        if (outcome_unknown(ec)) pending_ = inflight_;
+        return backoff_release(ec, outcome_unknown(ec) ? read_next : write_next);
+    }
+
+    lease_action release_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d) {
+        if (ec) {
+            diag_ = d;
+            return backoff_release(ec, read_next);
+        }
+        if (!found) return release_failed(errc::lease_lost);
+        lease_body b;
+        if (decode_lease_body(found->body, b, diag_)) return release_failed(errc::lease_lost);
+        if (pending_ && b.nonce == pending_->nonce) return released(found->version);
+        if (found->version == held_.version) return release_write(now);
+        return release_failed(errc::lease_lost);
+    }
+
+    lease_action release_on_wait(own_time now) {
+        if (next_after_wait_ == read_next) return lease_action::read();
+        return release_write(now);
+    }
+
+    // The driver gave up on an acquisition (cancelled or timed out) between steps.
+    void abandon_acquire() {
+        if (state_ == lease_state::acquiring) state_ = lease_state::idle;
+    }
+
+    // A record read by anyone (status, elections): decode for display.
+    static error_code describe(record const& r, lease_info& info, diagnostics& d) {
+        lease_body b;
+        if (auto ec = decode_lease_body(r.body, b, d)) return ec;
+        info.owner = std::move(b.owner);
+        info.value = std::move(b.value);
+        info.fencing_token = b.token;
+        info.released = b.released;
+        info.ttl = b.ttl;
+        info.version = r.version;
+        return {};
+    }
+
+private:
+    enum after_wait { read_next, write_next };
+
+    struct attempt_record {
+        std::string nonce;
+        std::uint64_t token = 0;
+        own_time sent{0};
+    };
+    struct held_record {
+        std::uint64_t token = 0;
+        std::string version;
+        std::string nonce;
+        own_time t_send{0};
+    };
+
+    static std::string hex(std::uint64_t v) {
+        static constexpr char digits[] = "0123456789abcdef";
+        std::string s(16, '0');
+        for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = digits[v & 15];
+        return s;
+    }
+
+    std::string body(std::uint64_t token, std::string const& nonce, bool released) const {
+        return encode_lease_body(lease_body{instance_, opts_.value, nonce, token, released, ttl_});
+    }
+
+    lease_action claim(own_time now, std::uint64_t token, precondition pc) {
+        inflight_ = attempt_record{hex(rng_()) + hex(rng_()), token, now};
+        return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
+    }
+
+    lease_action claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent) {
+        note_success();
+        pending_.reset();
+        max_token_seen_ = std::max(max_token_seen_, token);
+        known_ = true;
+        absent_ = false;
+        released_ = false;
+        known_version_ = version;
+        known_token_ = token;
+        if (now >= sent + renew_deadline_) {
+            // It landed, but too late to act on: refresh our own record first.
+            return claim(now, token, precondition::matches(version));
+        }
+        held_ = held_record{token, version, inflight_.nonce, sent};
+        has_version_ = true;
+        state_ = lease_state::held;
+        return lease_action::done();
+    }
+
+    // Decide what to do about the record as it is now.
+    lease_action consider(own_time now, record const& r) {
+        lease_body b;
+        diagnostics d;
+        if (auto ec = decode_lease_body(r.body, b, d)) {
+            diag_ = d;
+            state_ = lease_state::idle;
+            return lease_action::done(ec);
+        }
+        max_token_seen_ = std::max(max_token_seen_, b.token);
+        known_ = true;
+        absent_ = false;
+        released_ = b.released;
+        known_version_ = r.version;
+        known_token_ = b.token;
+        if (pending_ && b.nonce == pending_->nonce) {
+            inflight_ = *pending_;
+            return claimed(now, pending_->token, r.version, pending_->sent);
+        }
+        if (b.released || b.owner == instance_) {
+            // Released, or ours from an earlier term: nobody else can hold it
+            // while this version is current. A new term gets a new token.
+            attempt_ = 0;
+            return claim(now, b.token + 1, precondition::matches(r.version));
+        }
+        if (!observed_ || observed_version_ != r.version) {
+            observed_ = true;
+            observed_version_ = r.version;
+            observed_since_ = now; // the response of the first read of this version
+            observed_ttl_ = b.ttl;
+        }
+        auto const window = std::chrono::nanoseconds(static_cast<std::int64_t>(
+            static_cast<double>(std::chrono::nanoseconds(observed_ttl_).count()) * opts_.max_clock_rate_skew));
+        auto const elapsed = now - observed_since_;
+        if (elapsed >= window) {
+            took_over_ = true;
+            return claim(now, b.token + 1, precondition::matches(r.version));
+        }
+        if (try_once_) {
+            state_ = lease_state::idle;
+            return lease_action::done(errc::held_by_other);
+        }
+        attempt_ = 0;
+        next_after_wait_ = read_next;
+        return lease_action::wait(std::min<std::chrono::nanoseconds>(poll_delay(), window - elapsed));
+    }
+
+    std::chrono::nanoseconds poll_delay() {
+        auto const poll = std::chrono::nanoseconds(opts_.poll_interval);
+        return std::chrono::nanoseconds(static_cast<std::int64_t>((0.5 + 0.5 * uniform()) * static_cast<double>(poll.count())));
+    }
+
+    // Acquire-side failure handling: retry per policy; waiting acquisitions
+    // keep going at the poll interval while errors are transient.
+    lease_action retry_or_fail(error_code ec, after_wait next) {
+        ++attempt_;
+        next_after_wait_ = next;
+        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
+        if (d.retry) return lease_action::wait(d.delay);
+        if (!is_retryable(ec) && ec != errc::not_found) {
+            state_ = lease_state::idle;
+            return lease_action::done(ec);
+        }
+        if (try_once_ && !pending_) {
+            state_ = lease_state::idle;
+            return lease_action::done(ec);
+        }
+        attempt_ = 0;
+        return lease_action::wait(poll_delay());
+    }
+
+    lease_action renew_write(own_time now) {
+        inflight_ = attempt_record{hex(rng_()) + hex(rng_()), held_.token, now};
+        return lease_action::write(body(held_.token, inflight_.nonce, false), precondition::matches(held_.version));
+    }
+
+    // Renewals never give up before the deadline: the policy spaces attempts
+    // within a round; between rounds, a quarter renew interval.
+    lease_action backoff_renew(error_code ec, after_wait next) {
+        ++attempt_;
+        next_after_wait_ = next;
+        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
+        if (d.retry) return lease_action::wait(d.delay);
+        attempt_ = 0;
+        return lease_action::wait(std::chrono::nanoseconds(renew_interval_) / 4);
+    }
+
+    lease_action lose() {
+        state_ = lease_state::lost;
+        return lease_action::done(errc::lease_lost);
+    }
+
+    lease_action release_write(own_time now) {
+        inflight_ = attempt_record{hex(rng_()) + hex(rng_()), held_.token, now};
+        return lease_action::write(body(held_.token, inflight_.nonce, true), precondition::matches(held_.version));
+    }
+
+    lease_action backoff_release(error_code ec, after_wait next) {
+        ++attempt_;
+        next_after_wait_ = next;
+        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
+        if (d.retry) return lease_action::wait(d.delay);
+        return release_failed(ec);
+    }
+
+    lease_action released(std::string const& version) {
+        note_success();
+        pending_.reset();
+        state_ = lease_state::released;
+        known_ = true;
+        absent_ = false;
+        released_ = true;
+        known_version_ = version;
+        known_token_ = held_.token;
+        has_version_ = false;
+        return lease_action::done();
+    }
+
+    lease_action release_failed(error_code ec) {
+        pending_.reset();
+        state_ = lease_state::lost;
+        has_version_ = false;
+        known_ = false;
+        return lease_action::done(ec);
+    }
+
+    void note_success() {
+        hooks_.on_success(hooks_.ctx, attempt_ + 1);
+        attempt_ = 0;
+    }
+
+    lease_options opts_;
+    std::mt19937_64 rng_;
+    retry_hooks hooks_;
+    std::chrono::milliseconds ttl_{}, renew_interval_{}, renew_deadline_{};
+    std::string instance_;
+
+    lease_state state_ = lease_state::idle;
+    held_record held_;
+    bool has_version_ = false;
+    bool took_over_ = false;
+    bool try_once_ = false;
+    unsigned attempt_ = 0;
+    after_wait next_after_wait_ = read_next;
+
+    attempt_record inflight_;
+    std::optional<attempt_record> pending_; // a write whose outcome is unknown
+
+    // What this participant last knew of the record.
+    bool known_ = false, absent_ = false, released_ = false;
+    std::string known_version_;
+    std::uint64_t known_token_ = 0;
+    std::uint64_t max_token_seen_ = 0;
+
+    // The observation that times a takeover.
+    bool observed_ = false;
+    std::string observed_version_;
+    own_time observed_since_{0};
+    std::chrono::milliseconds observed_ttl_{0};
+
+    diagnostics diag_;
+};
+
+} // namespace baton::detail
+
+#endif

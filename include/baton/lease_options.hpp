@@ -1,0 +1,136 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_LEASE_OPTIONS_HPP
+#define BATON_LEASE_OPTIONS_HPP
+
+/** @file
+    Settings and results of leases: `lease_options` (validated at
+    construction), `acquire_options`, `lease_grant` and `lease_info`.
+*/
+
+#include <baton/detail/config.hpp>
+#include <baton/error.hpp>
+#include <baton/store.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace baton {
+
+/** Settings of one lease. Data, not behaviour: defaults follow DESIGN §5.
+
+    Rules, checked by `validate()` (and so by every lease constructor):
+    - `key` is 1 to 1024 bytes;
+    - `ttl` > 0, and `ttl` ≥ 3 × renew interval;
+    - renew interval < renew deadline < `ttl` (a renewal is tried before the deadline, and the deadline comes before expiry);
+    - `max_clock_rate_skew` ≥ 1;
+    - 0 < `poll_interval` ≤ `ttl`;
+    - `value` and `owner` are at most 16 KiB each.
+*/
+struct lease_options {
+    /// The record that is the lease, e.g. `jobs/nightly-report`.
+    std::string key;
+    /// A readable name for this holder (host, pod, ...); a random instance suffix is added. Empty: `baton`.
+    std::string owner;
+    /// Stored with the lease while held, e.g. the leader's address.
+    std::string value;
+    /// How long a successful write keeps the lease valid, measured on the holder's own monotonic clock from when the write was sent.
+    std::chrono::milliseconds ttl{20000};
+    /// Time between renewals (jittered down by up to 20%). Zero: `ttl` / 3.
+    std::chrono::milliseconds renew_interval{0};
+    /// When the holder stops acting if no renewal succeeded since the last one was sent. Zero: 2/3 of `ttl`.
+    std::chrono::milliseconds renew_deadline{0};
+    /// How often a waiting contender re-reads the record (jittered down by up to 50%, never longer).
+    std::chrono::milliseconds poll_interval{1000};
+    /** Largest ratio between two participants' clock rates. A contender
+        takes over only after seeing the same version for `ttl` ×
+        this factor on its own clock.
+    */
+    double max_clock_rate_skew = 2.0;
+    /// Seeds jitter and nonces; set it for reproducible simulations. Empty: from `std::random_device`.
+    std::optional<std::uint64_t> random_seed;
+
+    /// The renew interval in force (explicit or derived).
+    std::chrono::milliseconds effective_renew_interval() const noexcept {
+        return renew_interval.count() != 0 ? renew_interval : ttl / 3;
+    }
+    /// The renew deadline in force (explicit or derived).
+    std::chrono::milliseconds effective_renew_deadline() const noexcept {
+        return renew_deadline.count() != 0 ? renew_deadline : ttl * 2 / 3;
+    }
+
+    /// Throws `config_error` with a message naming the first broken rule.
+    void validate() const {
+        auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
+        if (key.empty()) throw config_error("lease_options: key must not be empty");
+        if (key.size() > store_limits::max_key_bytes)
+            throw config_error("lease_options: key must be at most 1024 bytes (it is " + std::to_string(key.size()) + ")");
+        if (ttl.count() <= 0) throw config_error("lease_options: ttl must be positive");
+        auto const ri = effective_renew_interval();
+        auto const rd = effective_renew_deadline();
+        if (ri.count() <= 0) throw config_error("lease_options: renew_interval must be positive");
+        if (ttl < 3 * ri)
+            throw config_error("lease_options: ttl (" + ms(ttl) + ") must be at least 3 x renew_interval (" + ms(ri) + ")");
+        if (rd >= ttl)
+            throw config_error("lease_options: renew_deadline (" + ms(rd) + ") must be less than ttl (" + ms(ttl) + ")");
+        if (rd <= ri)
+            throw config_error("lease_options: renew_deadline (" + ms(rd) + ") must be greater than renew_interval (" +
+                               ms(ri) + ") so that a renewal is tried before it");
+        if (!(max_clock_rate_skew >= 1.0))
+            throw config_error("lease_options: max_clock_rate_skew must be at least 1 (a contender must wait at least a full ttl)");
+        if (poll_interval.count() <= 0) throw config_error("lease_options: poll_interval must be positive");
+        if (poll_interval > ttl)
+            throw config_error("lease_options: poll_interval (" + ms(poll_interval) + ") must not exceed ttl (" + ms(ttl) + ")");
+        if (value.size() > 16 * 1024) throw config_error("lease_options: value must be at most 16 KiB");
+        if (owner.size() > 16 * 1024) throw config_error("lease_options: owner must be at most 16 KiB");
+    }
+};
+
+/// How `async_acquire` waits.
+struct acquire_options {
+    /// Give up with `errc::timeout` after this long. Empty: wait until acquired or cancelled.
+    std::optional<std::chrono::milliseconds> timeout;
+    /// False: try once, failing with `errc::held_by_other` when someone else validly holds it.
+    bool wait = true;
+};
+
+/// What a successful acquisition gives the holder.
+struct lease_grant {
+    /// Strictly greater than every token any earlier holder of this key had. Pass it to fenced writes.
+    std::uint64_t fencing_token = 0;
+    /// Time left before the renew deadline, when protected work must stop unless a renewal succeeds.
+    std::chrono::nanoseconds remaining{0};
+    /// True when the lease was taken over from a holder that stopped renewing (not released or free).
+    bool took_over = false;
+};
+
+/// A lease record as stored, for status displays and elections.
+struct lease_info {
+    /// The holder's instance name (`owner` plus a random suffix).
+    std::string owner;
+    /// The holder's value.
+    std::string value;
+    /// The fencing token of the holder's term.
+    std::uint64_t fencing_token = 0;
+    /// True when the holder released it; the next contender takes it at once.
+    bool released = false;
+    /// The TTL the holder declared.
+    std::chrono::milliseconds ttl{0};
+    /// The store's version of the record.
+    std::string version;
+};
+
+/// Where a lease object is in its life.
+enum class lease_state {
+    idle,      ///< never held, or not trying
+    acquiring, ///< `async_acquire` outstanding
+    held,      ///< held; renewing in the background
+    releasing, ///< `async_release` outstanding
+    released,  ///< released by this object
+    lost,      ///< taken over, or the renew deadline passed
+};
+
+} // namespace baton
+
+#endif
