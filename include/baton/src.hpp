@@ -15,5 +15,6 @@
 #define BATON_DECL
 
 #include <baton/impl/error.ipp>
+#include <baton/aws/impl/sigv4.ipp>
 
 #endif

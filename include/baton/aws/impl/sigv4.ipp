@@ -1,0 +1,847 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_AWS_IMPL_SIGV4_IPP
+#define BATON_AWS_IMPL_SIGV4_IPP
+
+#include <baton/aws/sigv4.hpp>
+
+#include <boost/beast/http/field.hpp>
+#include <boost/system/errc.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/grammar/string_token.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+namespace baton::aws {
+namespace detail {
+
+namespace bhttp = boost::beast::http;
+
+inline constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
+inline constexpr std::string_view unsigned_payload_literal = "UNSIGNED-PAYLOAD";
+inline constexpr std::string_view scope_terminator = "aws4_request";
+inline constexpr std::string_view security_token_header = "X-Amz-Security-Token";
+inline constexpr std::string_view date_header = "X-Amz-Date";
+inline constexpr std::string_view content_sha256_header = "x-amz-content-sha256";
+
+inline std::string_view sv(boost::core::string_view s) noexcept { return {s.data(), s.size()}; }
+
+// ---------------------------------------------------------------- crypto
+
+// One SHA-256 implementation fetched once per process (implicit fetches on every
+// call cost more than hashing a DynamoDB request).
+BATON_DECL EVP_MD const* sha256_md() noexcept {
+    static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return md;
+}
+
+struct md_ctx_holder {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    md_ctx_holder() = default;
+    md_ctx_holder(md_ctx_holder const&) = delete;
+    md_ctx_holder& operator=(md_ctx_holder const&) = delete;
+    ~md_ctx_holder() { EVP_MD_CTX_free(ctx); }
+};
+
+// A digest context per thread, reused across calls to avoid allocating one per hash.
+BATON_DECL EVP_MD_CTX* thread_md_ctx() noexcept {
+    thread_local md_ctx_holder holder;
+    return holder.ctx;
+}
+
+using digest = std::array<unsigned char, 32>;
+
+// SHA-256 over the concatenation of up to two pieces.
+BATON_DECL bool sha256(std::string_view a, std::string_view b, unsigned char* out) noexcept {
+    EVP_MD const* md = sha256_md();
+    EVP_MD_CTX* ctx = thread_md_ctx();
+    if (md == nullptr || ctx == nullptr) return false;
+    unsigned int len = 0;
+    return EVP_DigestInit_ex2(ctx, md, nullptr) == 1 && EVP_DigestUpdate(ctx, a.data(), a.size()) == 1 &&
+           (b.empty() || EVP_DigestUpdate(ctx, b.data(), b.size()) == 1) &&
+           EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == 32;
+}
+
+// HMAC-SHA256 (RFC 2104) on the reused digest context; cheaper than fetching an EVP_MAC per call.
+BATON_DECL bool hmac_sha256(unsigned char const* key, std::size_t key_len, std::string_view msg,
+                            unsigned char* out) noexcept {
+    unsigned char k[64] = {};
+    if (key_len > sizeof k) {
+        if (!sha256({reinterpret_cast<char const*>(key), key_len}, {}, k)) return false;
+    } else if (key_len != 0) {
+        std::memcpy(k, key, key_len);
+    }
+    unsigned char pad[64];
+    for (std::size_t i = 0; i < 64; ++i) pad[i] = static_cast<unsigned char>(k[i] ^ 0x36);
+    unsigned char inner[32];
+    bool ok = sha256({reinterpret_cast<char const*>(pad), 64}, msg, inner);
+    for (std::size_t i = 0; i < 64; ++i) pad[i] = static_cast<unsigned char>(k[i] ^ 0x5c);
+    ok = ok && sha256({reinterpret_cast<char const*>(pad), 64}, {reinterpret_cast<char const*>(inner), 32}, out);
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(pad, sizeof pad);
+    OPENSSL_cleanse(inner, sizeof inner);
+    return ok;
+}
+
+BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcept {
+    static constexpr char digits[] = "0123456789abcdef";
+    for (std::size_t i = 0; i < n; ++i) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 0xf];
+    }
+}
+
+inline error_code crypto_failure() noexcept {
+    return boost::system::errc::make_error_code(boost::system::errc::not_supported);
+}
+
+// ---------------------------------------------------------------- validation and dates
+
+inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// Characters safe inside the credential scope and header values: no separators, no control bytes.
+inline bool is_scope_name(std::string_view s) noexcept {
+    if (s.empty()) return false;
+    for (char c : s) {
+        bool const ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                        c == '_' || c == '.';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+inline bool is_visible_ascii(std::string_view s) noexcept {
+    for (char c : s) {
+        auto const u = static_cast<unsigned char>(c);
+        if (u < 0x21 || u > 0x7e) return false;
+    }
+    return true;
+}
+
+inline bool is_key_id(std::string_view s) noexcept {
+    if (s.empty() || !is_visible_ascii(s)) return false;
+    return s.find_first_of("/,") == std::string_view::npos;
+}
+
+inline bool is_payload_hash(std::string_view s) noexcept {
+    if (s.empty()) return false;
+    for (char c : s) {
+        bool const ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+inline error_code invalid() noexcept { return make_error_code(errc::invalid_argument); }
+
+BATON_DECL error_code validate(credentials const& creds, signing_params const& params) noexcept {
+    if (!is_scope_name(params.region) || !is_scope_name(params.service)) return invalid();
+    if (!is_key_id(creds.access_key_id) || creds.secret_access_key.empty()) return invalid();
+    if (!creds.session_token.empty() && !is_visible_ascii(creds.session_token)) return invalid();
+    if (params.payload == payload_mode::precomputed && !is_payload_hash(params.payload_hash)) return invalid();
+    return {};
+}
+
+// Writes YYYYMMDDTHHMMSSZ (16 chars); false outside years 0-9999.
+BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char* out) noexcept {
+    using namespace std::chrono;
+    auto const secs = floor<seconds>(now);
+    auto const day = floor<days>(secs);
+    year_month_day const ymd{day};
+    int const y = static_cast<int>(ymd.year());
+    if (y < 0 || y > 9999) return false;
+    hh_mm_ss const hms{secs - day};
+    auto put = [&out](unsigned v, int width) {
+        for (int i = width - 1; i >= 0; --i) {
+            out[i] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        }
+        out += width;
+    };
+    put(static_cast<unsigned>(y), 4);
+    put(static_cast<unsigned>(ymd.month()), 2);
+    put(static_cast<unsigned>(ymd.day()), 2);
+    *out++ = 'T';
+    put(static_cast<unsigned>(hms.hours().count()), 2);
+    put(static_cast<unsigned>(hms.minutes().count()), 2);
+    put(static_cast<unsigned>(hms.seconds().count()), 2);
+    *out++ = 'Z';
+    return true;
+}
+
+BATON_DECL void append_scope(std::string& out, std::string_view date8, std::string_view region,
+                             std::string_view service) {
+    out.append(date8);
+    out += '/';
+    out.append(region);
+    out += '/';
+    out.append(service);
+    out += '/';
+    out.append(scope_terminator);
+}
+
+// ---------------------------------------------------------------- encoding
+
+// Appends the AWS encoding of `in`: RFC 3986 unreserved kept, every other byte upper-case %XX.
+BATON_DECL void append_encoded(std::string& out, std::string_view in) {
+    namespace urls = boost::urls;
+    std::size_t const n = urls::encoded_size(in, urls::unreserved_chars);
+    if (n == in.size()) {
+        out.append(in);
+        return;
+    }
+    std::size_t const old = out.size();
+    out.resize(old + n);
+    urls::encode(out.data() + old, n, in, urls::unreserved_chars);
+}
+
+inline int hex_value(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// Appends `in` percent-decoded (`+` stays `+`). Malformed escapes are kept as literal
+// characters, as AWS does, instead of failing the signature.
+BATON_DECL void append_decoded(std::string& out, std::string_view in) {
+    if (in.find('%') == std::string_view::npos) {
+        out.append(in);
+        return;
+    }
+    namespace urls = boost::urls;
+    auto const pv = urls::make_pct_string_view(urls::string_view(in.data(), in.size()));
+    if (pv) {
+        pv->decode({}, urls::string_token::append_to(out));
+        return;
+    }
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] == '%' && i + 2 < in.size()) {
+            int const hi = hex_value(in[i + 1]);
+            int const lo = hex_value(in[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                out += static_cast<char>(hi * 16 + lo);
+                i += 2;
+                continue;
+            }
+        }
+        out += in[i];
+    }
+}
+
+// ---------------------------------------------------------------- canonicalisation
+
+struct header_entry {
+    std::uint32_t name_off;
+    std::uint32_t name_len;
+    std::uint32_t seq;
+    std::string_view value;
+};
+
+struct param_entry {
+    std::uint32_t name_off;
+    std::uint32_t name_len;
+    std::uint32_t value_off;
+    std::uint32_t value_len;
+};
+
+// Per-thread buffers: after warm-up, signing allocates only what it hands out.
+struct scratch {
+    std::string names;
+    std::vector<header_entry> headers;
+    std::string canonical_headers;
+    std::string signed_headers;
+    std::string params_buf;
+    std::vector<param_entry> params;
+    std::string canonical_query;
+    std::string decoded;
+    std::vector<std::string_view> segments;
+    std::string creq;
+    std::string sts;
+    std::string out;
+};
+
+BATON_DECL scratch& thread_scratch() {
+    thread_local scratch s;
+    return s;
+}
+
+inline void append_canonical_value(std::string& out, std::string_view v) {
+    std::size_t b = 0;
+    std::size_t e = v.size();
+    while (b < e && is_ws(v[b])) ++b;
+    while (e > b && is_ws(v[e - 1])) --e;
+    std::size_t i = b;
+    while (i < e) {
+        std::size_t j = i;
+        while (j < e && !is_ws(v[j])) ++j;
+        out.append(v.data() + i, j - i);
+        if (j == e) break;
+        out += ' ';
+        while (j < e && is_ws(v[j])) ++j;
+        i = j;
+    }
+}
+
+// Fills s.canonical_headers ("name:value\n"...) and s.signed_headers; false when there is no host.
+BATON_DECL bool build_canonical_headers(scratch& s, bhttp::fields const& fields) {
+    s.names.clear();
+    s.headers.clear();
+    std::uint32_t seq = 0;
+    bool has_host = false;
+    for (auto const& f : fields) {
+        std::string_view const name = sv(f.name_string());
+        std::size_t const off = s.names.size();
+        for (char c : name) s.names += (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+        std::string_view const lower(s.names.data() + off, name.size());
+        if (is_unsigned_header(lower)) {
+            s.names.resize(off);
+            continue;
+        }
+        if (lower == "host") has_host = true;
+        s.headers.push_back({static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(name.size()), seq++,
+                             sv(f.value())});
+    }
+    if (!has_host) return false;
+    char const* const base = s.names.data();
+    auto name_of = [base](header_entry const& h) { return std::string_view(base + h.name_off, h.name_len); };
+    std::sort(s.headers.begin(), s.headers.end(), [&](header_entry const& a, header_entry const& b) {
+        int const c = name_of(a).compare(name_of(b));
+        return c < 0 || (c == 0 && a.seq < b.seq);
+    });
+    s.canonical_headers.clear();
+    s.signed_headers.clear();
+    for (std::size_t i = 0; i < s.headers.size(); ++i) {
+        std::string_view const name = name_of(s.headers[i]);
+        bool const same_as_previous = i > 0 && name_of(s.headers[i - 1]) == name;
+        if (same_as_previous) {
+            s.canonical_headers += ',';
+        } else {
+            if (i > 0) {
+                s.canonical_headers += '\n';
+                s.signed_headers += ';';
+            }
+            s.canonical_headers.append(name);
+            s.canonical_headers += ':';
+            s.signed_headers.append(name);
+        }
+        append_canonical_value(s.canonical_headers, s.headers[i].value);
+    }
+    if (!s.headers.empty()) s.canonical_headers += '\n';
+    return true;
+}
+
+BATON_DECL void add_param(scratch& s, std::string_view raw_name, std::string_view raw_value, bool decode) {
+    param_entry p{};
+    p.name_off = static_cast<std::uint32_t>(s.params_buf.size());
+    if (decode) {
+        s.decoded.clear();
+        append_decoded(s.decoded, raw_name);
+        append_encoded(s.params_buf, s.decoded);
+    } else {
+        append_encoded(s.params_buf, raw_name);
+    }
+    p.name_len = static_cast<std::uint32_t>(s.params_buf.size() - p.name_off);
+    p.value_off = static_cast<std::uint32_t>(s.params_buf.size());
+    if (decode) {
+        s.decoded.clear();
+        append_decoded(s.decoded, raw_value);
+        append_encoded(s.params_buf, s.decoded);
+    } else {
+        append_encoded(s.params_buf, raw_value);
+    }
+    p.value_len = static_cast<std::uint32_t>(s.params_buf.size() - p.value_off);
+    s.params.push_back(p);
+}
+
+BATON_DECL void parse_query(scratch& s, std::string_view query) {
+    std::size_t i = 0;
+    while (i <= query.size()) {
+        std::size_t amp = query.find('&', i);
+        if (amp == std::string_view::npos) amp = query.size();
+        std::string_view const piece = query.substr(i, amp - i);
+        if (!piece.empty()) {
+            std::size_t const eq = piece.find('=');
+            if (eq == std::string_view::npos)
+                add_param(s, piece, {}, true);
+            else
+                add_param(s, piece.substr(0, eq), piece.substr(eq + 1), true);
+        }
+        i = amp + 1;
+    }
+}
+
+// Sorts s.params and writes them into s.canonical_query.
+BATON_DECL void finish_query(scratch& s) {
+    char const* const base = s.params_buf.data();
+    auto name_of = [base](param_entry const& p) { return std::string_view(base + p.name_off, p.name_len); };
+    auto value_of = [base](param_entry const& p) { return std::string_view(base + p.value_off, p.value_len); };
+    std::sort(s.params.begin(), s.params.end(), [&](param_entry const& a, param_entry const& b) {
+        int const c = name_of(a).compare(name_of(b));
+        return c < 0 || (c == 0 && value_of(a) < value_of(b));
+    });
+    s.canonical_query.clear();
+    for (std::size_t i = 0; i < s.params.size(); ++i) {
+        if (i > 0) s.canonical_query += '&';
+        s.canonical_query.append(name_of(s.params[i]));
+        s.canonical_query += '=';
+        s.canonical_query.append(value_of(s.params[i]));
+    }
+}
+
+BATON_DECL void append_segment(std::string& out, std::string_view seg, bool encode_as_sent, std::string& tmp) {
+    if (encode_as_sent) {
+        append_encoded(out, seg);
+    } else {
+        tmp.clear();
+        append_decoded(tmp, seg);
+        append_encoded(out, tmp);
+    }
+}
+
+BATON_DECL void append_canonical_uri(std::string& out, std::string_view path, signing_params const& params,
+                                     scratch& s) {
+    bool const normalize = params.normalize_path && !params.s3_rules;
+    bool const encode_as_sent = params.double_encode && !params.s3_rules;
+    if (path.empty()) {
+        out += '/';
+        return;
+    }
+    if (!normalize) {
+        // Segment by segment, so an encoded "%2F" inside a key stays "%2F".
+        std::size_t i = 0;
+        while (true) {
+            std::size_t slash = path.find('/', i);
+            if (slash == std::string_view::npos) slash = path.size();
+            append_segment(out, path.substr(i, slash - i), encode_as_sent, s.decoded);
+            if (slash == path.size()) break;
+            out += '/';
+            i = slash + 1;
+        }
+        return;
+    }
+    // botocore's remove_dot_segments: drop "" and ".", ".." pops, keep a trailing "/".
+    s.segments.clear();
+    std::size_t i = 0;
+    while (i <= path.size()) {
+        std::size_t slash = path.find('/', i);
+        if (slash == std::string_view::npos) slash = path.size();
+        std::string_view const seg = path.substr(i, slash - i);
+        if (seg == "..") {
+            if (!s.segments.empty()) s.segments.pop_back();
+        } else if (!seg.empty() && seg != ".") {
+            s.segments.push_back(seg);
+        }
+        i = slash + 1;
+    }
+    out += '/';
+    for (std::size_t k = 0; k < s.segments.size(); ++k) {
+        if (k > 0) out += '/';
+        append_segment(out, s.segments[k], encode_as_sent, s.decoded);
+    }
+    if (path.back() == '/' && !s.segments.empty()) out += '/';
+}
+
+BATON_DECL void split_target(std::string_view target, std::string_view& path, std::string_view& query) noexcept {
+    std::size_t const q = target.find('?');
+    if (q == std::string_view::npos) {
+        path = target;
+        query = {};
+    } else {
+        path = target.substr(0, q);
+        query = target.substr(q + 1);
+    }
+}
+
+// Assembles s.creq from the method, the canonical URI and what is already in s.
+BATON_DECL void assemble_canonical_request(scratch& s, std::string_view method, std::string_view path,
+                                           signing_params const& params, std::string_view payload_hash) {
+    s.creq.clear();
+    s.creq.reserve(method.size() + path.size() * 3 + s.canonical_query.size() + s.canonical_headers.size() +
+                   s.signed_headers.size() + payload_hash.size() + 8);
+    s.creq.append(method);
+    s.creq += '\n';
+    append_canonical_uri(s.creq, path, params, s);
+    s.creq += '\n';
+    s.creq.append(s.canonical_query);
+    s.creq += '\n';
+    s.creq.append(s.canonical_headers);
+    s.creq += '\n';
+    s.creq.append(s.signed_headers);
+    s.creq += '\n';
+    s.creq.append(payload_hash);
+}
+
+// Writes the string to sign into s.sts and the hex signature into sig (64 chars).
+BATON_DECL bool compute_signature(scratch& s, std::string_view amz_date, std::string_view date8,
+                                  signing_params const& params, signing_key const& key, char* sig) {
+    digest h;
+    if (!sha256(s.creq, {}, h.data())) return false;
+    s.sts.clear();
+    s.sts.reserve(algorithm.size() + 16 + 8 + params.region.size() + params.service.size() + 16 + 64 + 8);
+    s.sts.append(algorithm);
+    s.sts += '\n';
+    s.sts.append(amz_date);
+    s.sts += '\n';
+    append_scope(s.sts, date8, params.region, params.service);
+    s.sts += '\n';
+    std::size_t const old = s.sts.size();
+    s.sts.resize(old + 64);
+    to_hex(h.data(), h.size(), s.sts.data() + old);
+    digest mac;
+    if (!hmac_sha256(key.bytes.data(), key.bytes.size(), s.sts, mac.data())) return false;
+    to_hex(mac.data(), mac.size(), sig);
+    return true;
+}
+
+// The payload hash (64 hex chars, or a literal) into buf; empty view on failure.
+BATON_DECL error_code payload_hash_for(signing_params const& params, std::string_view const* body, char* buf,
+                                       std::string_view& out) {
+    switch (params.payload) {
+    case payload_mode::hash_body: {
+        if (body == nullptr) return invalid();
+        digest h;
+        if (!sha256(*body, {}, h.data())) return crypto_failure();
+        to_hex(h.data(), h.size(), buf);
+        out = std::string_view(buf, 64);
+        return {};
+    }
+    case payload_mode::unsigned_payload: out = unsigned_payload_literal; return {};
+    case payload_mode::precomputed: out = params.payload_hash; return {};
+    }
+    return invalid();
+}
+
+BATON_DECL signing_key key_for(signing_key_cache* cache, std::string_view date8, signing_params const& params,
+                               credentials const& creds) {
+    if (cache != nullptr) return cache->get(date8, params.region, params.service, creds);
+    return derive_signing_key(creds.secret_access_key, date8, params.region, params.service);
+}
+
+BATON_DECL error_code sign_header_impl(bhttp::request_header<>& req, std::string_view const* body,
+                                       credentials const& creds, signing_params const& params,
+                                       std::chrono::system_clock::time_point now, signing_key_cache* cache,
+                                       signing_result* steps) {
+    if (auto ec = validate(creds, params)) return ec;
+    char amz_date_buf[16];
+    if (!format_amz_date(now, amz_date_buf)) return invalid();
+    std::string_view const amz_date(amz_date_buf, 16);
+    std::string_view const date8(amz_date_buf, 8);
+
+    char hash_buf[64];
+    std::string_view payload_hash;
+    if (auto ec = payload_hash_for(params, body, hash_buf, payload_hash)) return ec;
+
+    std::string_view path;
+    std::string_view query;
+    split_target(sv(req.target()), path, query);
+    if (!path.empty() && path.front() != '/') return invalid();
+    if (req.find(bhttp::field::host) == req.end()) return invalid();
+
+    // The signer owns these headers: replace whatever an earlier attempt left.
+    req.erase(bhttp::field::authorization);
+    req.set(date_header, amz_date);
+    if (params.s3_rules || params.content_sha256_header) req.set(content_sha256_header, payload_hash);
+    req.erase(security_token_header);
+    bool const has_token = !creds.session_token.empty();
+    if (has_token && params.sign_session_token) req.set(security_token_header, creds.session_token);
+
+    scratch& s = thread_scratch();
+    if (!build_canonical_headers(s, req)) return invalid();
+    s.params_buf.clear();
+    s.params.clear();
+    parse_query(s, query);
+    finish_query(s);
+    assemble_canonical_request(s, sv(req.method_string()), path, params, payload_hash);
+
+    signing_key key = key_for(cache, date8, params, creds);
+    char sig[64];
+    bool const ok = compute_signature(s, amz_date, date8, params, key, sig);
+    OPENSSL_cleanse(key.bytes.data(), key.bytes.size());
+    if (!ok) return crypto_failure();
+    std::string_view const signature(sig, 64);
+
+    std::string& auth = s.out;
+    auth.clear();
+    auth.reserve(algorithm.size() + 13 + creds.access_key_id.size() + 48 + params.region.size() +
+                 params.service.size() + s.signed_headers.size() + 16 + 12 + 64);
+    auth.append(algorithm);
+    auth.append(" Credential=");
+    auth.append(creds.access_key_id);
+    auth += '/';
+    append_scope(auth, date8, params.region, params.service);
+    auth.append(", SignedHeaders=");
+    auth.append(s.signed_headers);
+    auth.append(", Signature=");
+    auth.append(signature);
+    req.set(bhttp::field::authorization, auth);
+    if (has_token && !params.sign_session_token) req.set(security_token_header, creds.session_token);
+
+    if (steps != nullptr) {
+        steps->canonical_request = s.creq;
+        steps->string_to_sign = s.sts;
+        steps->signature.assign(signature);
+        steps->authorization = auth;
+        steps->signed_headers = s.signed_headers;
+    }
+    return {};
+}
+
+BATON_DECL error_code presign_impl(bhttp::request_header<> const& req, std::string_view const* body,
+                                   credentials const& creds, signing_params const& params,
+                                   std::chrono::system_clock::time_point now, std::chrono::seconds expires,
+                                   std::string& target, signing_key_cache* cache, signing_result* steps) {
+    if (expires.count() < 1 || expires > max_presign_expiry) return invalid();
+    if (auto ec = validate(creds, params)) return ec;
+    char amz_date_buf[16];
+    if (!format_amz_date(now, amz_date_buf)) return invalid();
+    std::string_view const amz_date(amz_date_buf, 16);
+    std::string_view const date8(amz_date_buf, 8);
+
+    char hash_buf[64];
+    std::string_view payload_hash;
+    if (auto ec = payload_hash_for(params, body, hash_buf, payload_hash)) return ec;
+
+    std::string_view path;
+    std::string_view query;
+    split_target(sv(req.target()), path, query);
+    if (!path.empty() && path.front() != '/') return invalid();
+
+    scratch& s = thread_scratch();
+    if (!build_canonical_headers(s, req)) return invalid();
+
+    std::string credential = creds.access_key_id;
+    credential += '/';
+    append_scope(credential, date8, params.region, params.service);
+    std::string const expires_str = std::to_string(expires.count());
+    bool const has_token = !creds.session_token.empty();
+
+    s.params_buf.clear();
+    s.params.clear();
+    parse_query(s, query);
+    add_param(s, "X-Amz-Algorithm", algorithm, false);
+    add_param(s, "X-Amz-Credential", credential, false);
+    add_param(s, "X-Amz-Date", amz_date, false);
+    add_param(s, "X-Amz-Expires", expires_str, false);
+    if (has_token && params.sign_session_token) add_param(s, "X-Amz-Security-Token", creds.session_token, false);
+    add_param(s, "X-Amz-SignedHeaders", s.signed_headers, false);
+    finish_query(s);
+    assemble_canonical_request(s, sv(req.method_string()), path, params, payload_hash);
+
+    signing_key key = key_for(cache, date8, params, creds);
+    char sig[64];
+    bool const ok = compute_signature(s, amz_date, date8, params, key, sig);
+    OPENSSL_cleanse(key.bytes.data(), key.bytes.size());
+    if (!ok) return crypto_failure();
+    std::string_view const signature(sig, 64);
+
+    target.clear();
+    target.reserve(path.size() + s.canonical_query.size() + creds.session_token.size() * 2 + 110);
+    if (path.empty())
+        target += '/';
+    else
+        target.append(path);
+    target += '?';
+    target.append(s.canonical_query);
+    if (has_token && !params.sign_session_token) {
+        target.append("&X-Amz-Security-Token=");
+        append_encoded(target, creds.session_token);
+    }
+    target.append("&X-Amz-Signature=");
+    target.append(signature);
+
+    if (steps != nullptr) {
+        steps->canonical_request = s.creq;
+        steps->string_to_sign = s.sts;
+        steps->signature.assign(signature);
+        steps->authorization.clear();
+        steps->signed_headers = s.signed_headers;
+    }
+    return {};
+}
+
+} // namespace detail
+
+// ---------------------------------------------------------------- public non-template functions
+
+BATON_DECL std::string credentials::redacted() const {
+    std::string out = "access key id ";
+    out += access_key_id.empty() ? std::string_view("(none)") : std::string_view(access_key_id);
+    out += session_token.empty() ? ", long-term" : ", temporary";
+    out += ", secret ";
+    out += secret_access_key.empty() ? "absent" : "***";
+    return out;
+}
+
+BATON_DECL signing_params signing_params::for_s3(std::string region) {
+    signing_params p;
+    p.region = std::move(region);
+    p.service = "s3";
+    p.s3_rules = true;
+    p.normalize_path = false;
+    p.double_encode = false;
+    return p;
+}
+
+BATON_DECL signing_params signing_params::for_service(std::string service, std::string region) {
+    signing_params p;
+    p.region = std::move(region);
+    p.service = std::move(service);
+    return p;
+}
+
+BATON_DECL signing_key derive_signing_key(std::string_view secret, std::string_view date8, std::string_view region,
+                                          std::string_view service) {
+    std::string k;
+    k.reserve(4 + secret.size());
+    k.append("AWS4");
+    k.append(secret);
+    signing_key out;
+    detail::digest a;
+    detail::digest b;
+    bool ok = detail::hmac_sha256(reinterpret_cast<unsigned char const*>(k.data()), k.size(), date8, a.data());
+    ok = ok && detail::hmac_sha256(a.data(), a.size(), region, b.data());
+    ok = ok && detail::hmac_sha256(b.data(), b.size(), service, a.data());
+    ok = ok && detail::hmac_sha256(a.data(), a.size(), detail::scope_terminator, out.bytes.data());
+    OPENSSL_cleanse(k.data(), k.size());
+    OPENSSL_cleanse(a.data(), a.size());
+    OPENSSL_cleanse(b.data(), b.size());
+    if (!ok) out.bytes.fill(0); // unusable key: the service will refuse the signature
+    return out;
+}
+
+BATON_DECL signing_key signing_key_cache::get(std::string_view date8, std::string_view region,
+                                              std::string_view service, credentials const& creds) {
+    std::size_t const fp = std::hash<std::string_view>{}(creds.secret_access_key);
+    auto matches = [&](entry const& e) {
+        return e.used && e.secret_fingerprint == fp && std::string_view(e.date.data(), e.date.size()) == date8 &&
+               e.region == region && e.service == service && e.access_key_id == creds.access_key_id;
+    };
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (entry const& e : entries_)
+            if (matches(e)) return e.key;
+    }
+    signing_key key = derive_signing_key(creds.secret_access_key, date8, region, service);
+    derivations_.fetch_add(1, std::memory_order_relaxed);
+    if (date8.size() != 8) return key;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (entry const& e : entries_)
+        if (matches(e)) return key; // another thread stored it meanwhile
+    entry& e = entries_[next_];
+    next_ = (next_ + 1) % capacity;
+    std::copy(date8.begin(), date8.end(), e.date.begin());
+    e.region.assign(region);
+    e.service.assign(service);
+    e.access_key_id = creds.access_key_id;
+    e.secret_fingerprint = fp;
+    e.key = key;
+    e.used = true;
+    return key;
+}
+
+BATON_DECL void signing_key_cache::clear() noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (entry& e : entries_) {
+        OPENSSL_cleanse(e.key.bytes.data(), e.key.bytes.size());
+        e.used = false;
+        e.secret_fingerprint = 0;
+    }
+}
+
+BATON_DECL bool is_unsigned_header(std::string_view n) noexcept {
+    switch (n.size()) {
+    case 2: return n == "te";
+    case 6: return n == "expect";
+    case 7: return n == "upgrade" || n == "trailer";
+    case 10: return n == "user-agent" || n == "connection" || n == "keep-alive";
+    case 13: return n == "authorization";
+    case 15: return n == "x-amzn-trace-id";
+    case 16: return n == "proxy-connection";
+    case 17: return n == "transfer-encoding";
+    case 18: return n == "proxy-authenticate";
+    case 19: return n == "proxy-authorization";
+    default: return false;
+    }
+}
+
+BATON_DECL std::string canonical_uri(std::string_view path, signing_params const& params) {
+    std::string out;
+    out.reserve(path.size() + 16);
+    detail::append_canonical_uri(out, path, params, detail::thread_scratch());
+    return out;
+}
+
+BATON_DECL std::string canonical_query_string(std::string_view query) {
+    detail::scratch& s = detail::thread_scratch();
+    s.params_buf.clear();
+    s.params.clear();
+    detail::parse_query(s, query);
+    detail::finish_query(s);
+    return s.canonical_query;
+}
+
+BATON_DECL std::string sha256_hex(std::string_view data) {
+    detail::digest h;
+    std::string out(64, '\0');
+    if (!detail::sha256(data, {}, h.data())) return {};
+    detail::to_hex(h.data(), h.size(), out.data());
+    return out;
+}
+
+BATON_DECL std::string sign_chunk(signing_key const& key, std::string_view amz_date, std::string_view scope,
+                                  std::string_view previous_signature, std::string_view chunk,
+                                  std::string* string_to_sign) {
+    static constexpr std::string_view empty_hash =
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    std::string sts;
+    sts.reserve(25 + amz_date.size() + scope.size() + previous_signature.size() + 64 + 64 + 5);
+    sts.append("AWS4-HMAC-SHA256-PAYLOAD\n");
+    sts.append(amz_date);
+    sts += '\n';
+    sts.append(scope);
+    sts += '\n';
+    sts.append(previous_signature);
+    sts += '\n';
+    sts.append(empty_hash);
+    sts += '\n';
+    detail::digest h;
+    if (!detail::sha256(chunk, {}, h.data())) return {};
+    std::size_t const old = sts.size();
+    sts.resize(old + 64);
+    detail::to_hex(h.data(), h.size(), sts.data() + old);
+    detail::digest mac;
+    if (!detail::hmac_sha256(key.bytes.data(), key.bytes.size(), sts, mac.data())) return {};
+    std::string sig(64, '\0');
+    detail::to_hex(mac.data(), mac.size(), sig.data());
+    if (string_to_sign != nullptr) *string_to_sign = std::move(sts);
+    return sig;
+}
+
+BATON_DECL chunk_signer::chunk_signer(credentials const& creds, signing_params const& params,
+                                      std::chrono::system_clock::time_point now, std::string_view seed_signature)
+    : previous_(seed_signature) {
+    char buf[16] = {};
+    if (!detail::format_amz_date(now, buf)) std::fill(std::begin(buf), std::end(buf), '0');
+    amz_date_.assign(buf, 16);
+    std::string_view const date8(buf, 8);
+    detail::append_scope(scope_, date8, params.region, params.service);
+    key_ = derive_signing_key(creds.secret_access_key, date8, params.region, params.service);
+}
+
+BATON_DECL std::string chunk_signer::next(std::string_view chunk) {
+    std::string sig = sign_chunk(key_, amz_date_, scope_, previous_, chunk);
+    previous_ = sig;
+    return sig;
+}
+
+} // namespace baton::aws
+
+#endif
