@@ -299,7 +299,12 @@ BATON_DECL bool build_canonical_headers(scratch& s, bhttp::fields const& fields)
     for (auto const& f : fields) {
         std::string_view const name = sv(f.name_string());
         std::size_t const off = s.names.size();
-        for (char c : name) s.names += (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+        s.names.resize(off + name.size());
+        char* const dst = s.names.data() + off;
+        for (std::size_t i = 0; i < name.size(); ++i) {
+            char const c = name[i];
+            dst[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+        }
         std::string_view const lower(s.names.data() + off, name.size());
         if (is_unsigned_header(lower)) {
             s.names.resize(off);
