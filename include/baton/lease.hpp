@@ -41,6 +41,14 @@
 
 namespace baton {
 
+namespace detail {
+/// Tag for constructors that skip validation (tests of the checker only).
+struct unchecked_t {
+    explicit unchecked_t() = default;
+};
+inline constexpr unchecked_t unchecked{};
+} // namespace detail
+
 /** A lease on one key of a record store, with a fencing token.
 
     @tparam Backend a record store (`memory_backend`, `file_backend`, `s3_backend`, `dynamodb_backend`)
@@ -88,6 +96,14 @@ public:
     basic_lease(executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {}, Signer signer = {},
                 Clock clock = {})
         : impl_(std::make_shared<impl>(std::move(ex), std::move(backend), validated(std::move(opts)), std::move(retry),
+                                       std::move(signer), std::move(clock))) {}
+
+    /** Creates a lease without validating `opts`. Only for proving that the
+        simulation checker catches unsafe settings; never use it otherwise.
+    */
+    basic_lease(detail::unchecked_t, executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {},
+                Signer signer = {}, Clock clock = {})
+        : impl_(std::make_shared<impl>(std::move(ex), std::move(backend), std::move(opts), std::move(retry),
                                        std::move(signer), std::move(clock))) {}
 
     basic_lease(basic_lease const&) = delete;
@@ -229,7 +245,7 @@ private:
 
         impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c)
             : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
-              m(std::move(o), seed_of(o), hooks()), acquire_timer(ex), timeout_timer(ex), renew_timer(ex),
+              m(o, seed_of(o), hooks()), acquire_timer(ex), timeout_timer(ex), renew_timer(ex),
               deadline_timer(ex), release_timer(ex) {
             detail::adopt_signer(backend, signer);
         }

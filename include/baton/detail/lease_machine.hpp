@@ -199,7 +199,7 @@ public:
 
     // The renew deadline passed without a successful renewal.
     void on_deadline(own_time now) {
-        if (state_ == lease_state::held && now >= deadline()) lose();
+        if (state_ == lease_state::held && now >= deadline()) (void)lose();
     }
 
     // ---- release -----------------------------------------------------------
@@ -398,6 +398,9 @@ private:
 
     lease_action lose() {
         state_ = lease_state::lost;
+        // A renewal in doubt must not later pass for an acquisition: if it
+        // lands, the record reads as ours from an earlier term (token + 1).
+        pending_.reset();
         return lease_action::done(errc::lease_lost);
     }
 

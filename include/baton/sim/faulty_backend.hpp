@@ -1,0 +1,244 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_SIM_FAULTY_BACKEND_HPP
+#define BATON_SIM_FAULTY_BACKEND_HPP
+
+/** @file
+    A record store that misbehaves on purpose: it wraps any backend and,
+    per request, drops it, applies it and drops the response, delays it, or
+    answers 409 / 412 / 500 / 503 / throttled, as a seeded random source and
+    a fault profile say. Every request also gets network latency, and the
+    client side times out as an HTTP client would, so a write can land after
+    its sender gave up on it.
+*/
+
+#include <baton/error.hpp>
+#include <baton/sim/manual_clock.hpp>
+#include <baton/store.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+
+namespace baton::sim {
+
+/// How often each fault happens (probabilities per request, checked in this order) and how slow the network is.
+struct fault_profile {
+    double drop_request = 0;   ///< never reaches the store; the client times out
+    double drop_response = 0;  ///< applied, but the answer is lost; the client times out
+    double conflict = 0;       ///< writes only: 409 ConditionalRequestConflict, not applied
+    double precondition = 0;   ///< writes only: a spurious 412, not applied
+    double server_error = 0;   ///< 500: applied or not (even odds), the client cannot tell
+    double unavailable = 0;    ///< 503: not applied
+    double throttle = 0;       ///< throttled: not applied
+    double delay = 0;          ///< an extra delay of up to `max_extra_delay` on the way in or out
+    std::chrono::nanoseconds min_latency = std::chrono::milliseconds(1);  ///< each way
+    std::chrono::nanoseconds max_latency = std::chrono::milliseconds(15); ///< each way
+    std::chrono::nanoseconds max_extra_delay = std::chrono::seconds(3);   ///< see `delay`
+    std::chrono::nanoseconds request_timeout = std::chrono::seconds(2);   ///< the client's per-attempt timeout
+
+    /// No faults, only latency.
+    static fault_profile none() { return {}; }
+};
+
+/// Counts of faults injected, by kind.
+struct fault_counts {
+    std::uint64_t requests = 0, dropped_requests = 0, dropped_responses = 0, conflicts = 0, preconditions = 0,
+                  server_errors = 0, unavailable = 0, throttled = 0, delayed = 0, timeouts = 0;
+};
+
+/** Wraps a backend with injected faults. Copies share the fault state.
+
+    @par Thread safety
+    Single-threaded simulations only.
+*/
+template <record_store Backend>
+class faulty_backend {
+public:
+    /// Completions run on the network executor unless the handler has its own.
+    using executor_type = boost::asio::any_io_executor;
+
+    /// Wraps `inner`; `network` runs delays; faults are drawn from `seed`.
+    faulty_backend(Backend inner, executor_type network, std::uint64_t seed, fault_profile profile = {})
+        : st_(std::make_shared<state>(std::move(inner), std::move(network), seed, profile)) {}
+
+    /// The network executor.
+    executor_type get_executor() const noexcept { return st_->net; }
+    /// Turns fault injection on or off (latency stays).
+    void set_faults_enabled(bool on) noexcept { st_->enabled = on; }
+    /// True when faults are being injected.
+    bool faults_enabled() const noexcept { return st_->enabled; }
+    /// The profile in force (mutable).
+    fault_profile& profile() noexcept { return st_->profile; }
+    /// Faults injected so far.
+    fault_counts const& counts() const noexcept { return st_->counts; }
+    /// The wrapped backend.
+    Backend& inner() noexcept { return st_->inner; }
+
+    /// @copydoc memory_backend::async_get
+    template <class Token>
+    auto async_get(std::string key, Token&& token) {
+        return run<get_result>(std::forward<Token>(token), false, [key](Backend& b, auto h) mutable {
+            b.async_get(std::move(key), std::move(h));
+        });
+    }
+
+    /// @copydoc memory_backend::async_put
+    template <class Token>
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
+        return run<put_result>(std::forward<Token>(token), true, [key, body, pc](Backend& b, auto h) mutable {
+            b.async_put(std::move(key), std::move(body), std::move(pc), std::move(h));
+        });
+    }
+
+    /// @copydoc memory_backend::async_erase
+    template <class Token>
+    auto async_erase(std::string key, precondition pc, Token&& token) {
+        return run<erase_result>(std::forward<Token>(token), true, [key, pc](Backend& b, auto h) mutable {
+            b.async_erase(std::move(key), std::move(pc), std::move(h));
+        });
+    }
+
+    /// @copydoc memory_backend::async_list
+    template <class Token>
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token) {
+        return run<list_page>(std::forward<Token>(token), false, [prefix, after, limit](Backend& b, auto h) mutable {
+            b.async_list(std::move(prefix), std::move(after), limit, std::move(h));
+        });
+    }
+
+    /// Probes pass through without faults.
+    template <class Token>
+    auto async_probe(Token&& token) {
+        return st_->inner.async_probe(std::forward<Token>(token));
+    }
+
+private:
+    enum class fault { none, drop_request, drop_response, conflict, precondition, server_error_applied,
+                       server_error_lost, unavailable, throttle };
+
+    struct state {
+        state(Backend b, executor_type n, std::uint64_t seed, fault_profile p)
+            : inner(std::move(b)), net(std::move(n)), rng(seed), profile(p) {}
+        Backend inner;
+        executor_type net;
+        std::mt19937_64 rng;
+        fault_profile profile;
+        bool enabled = true;
+        fault_counts counts;
+
+        double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
+
+        std::chrono::nanoseconds latency() {
+            auto const span = (profile.max_latency - profile.min_latency).count();
+            auto d = profile.min_latency + std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(span)));
+            if (enabled && uniform() < profile.delay) {
+                ++counts.delayed;
+                d += std::chrono::nanoseconds(
+                    static_cast<std::int64_t>(uniform() * static_cast<double>(profile.max_extra_delay.count())));
+            }
+            return d;
+        }
+
+        fault pick(bool is_write) {
+            ++counts.requests;
+            if (!enabled) return fault::none;
+            double const u = uniform();
+            double edge = 0;
+            auto hit = [&](double p) { edge += p; return u < edge; };
+            if (hit(profile.drop_request)) return ++counts.dropped_requests, fault::drop_request;
+            if (hit(profile.drop_response)) return ++counts.dropped_responses, fault::drop_response;
+            if (is_write && hit(profile.conflict)) return ++counts.conflicts, fault::conflict;
+            if (is_write && hit(profile.precondition)) return ++counts.preconditions, fault::precondition;
+            if (hit(profile.server_error))
+                return ++counts.server_errors, (uniform() < 0.5 ? fault::server_error_applied : fault::server_error_lost);
+            if (hit(profile.unavailable)) return ++counts.unavailable, fault::unavailable;
+            if (hit(profile.throttle)) return ++counts.throttled, fault::throttle;
+            return fault::none;
+        }
+
+        template <class F>
+        void after(std::chrono::nanoseconds d, F&& f) {
+            using timer_t = boost::asio::basic_waitable_timer<virtual_clock, boost::asio::wait_traits<virtual_clock>, executor_type>;
+            auto t = std::make_shared<timer_t>(net);
+            t->expires_at(manual_clock{}.timer_expiry(d));
+            t->async_wait([t, fn = std::forward<F>(f)](error_code) mutable { fn(); });
+        }
+    };
+
+    template <class Result>
+    struct pending {
+        boost::asio::any_completion_handler<void(error_code, Result)> handler;
+        bool done = false;
+    };
+
+    template <class Result>
+    static void complete(state& s, std::shared_ptr<pending<Result>> const& op, error_code ec, Result r) {
+        if (op->done) return;
+        op->done = true;
+        boost::asio::post(s.net, boost::asio::append(std::move(op->handler), ec, std::move(r)));
+    }
+
+    static error_code error_of(fault f) {
+        switch (f) {
+        case fault::conflict: return errc::conflict;
+        case fault::precondition: return errc::precondition_failed;
+        case fault::server_error_applied:
+        case fault::server_error_lost: return errc::service_unavailable;
+        case fault::unavailable: return errc::service_unavailable;
+        case fault::throttle: return errc::throttled;
+        default: return {};
+        }
+    }
+
+    template <class Result, class Token, class Forward>
+    auto run(Token&& token, bool is_write, Forward forward) {
+        return boost::asio::async_initiate<Token, void(error_code, Result)>(
+            [st = st_, is_write](auto handler, Forward fwd) {
+                auto op = std::make_shared<pending<Result>>(pending<Result>{
+                    boost::asio::any_completion_handler<void(error_code, Result)>(std::move(handler)), false});
+                fault const f = st->pick(is_write);
+                auto const out = st->latency();
+                auto const back = st->latency();
+                st->after(st->profile.request_timeout, [st, op] {
+                    if (!op->done) ++st->counts.timeouts;
+                    complete<Result>(*st, op, errc::timeout, Result{});
+                });
+                if (f == fault::drop_request) return;
+                st->after(out, [st, op, f, back, fwd = std::move(fwd)]() mutable {
+                    if (f == fault::conflict || f == fault::precondition || f == fault::server_error_lost ||
+                        f == fault::unavailable || f == fault::throttle) {
+                        Result r;
+                        r.diag.message = "injected fault";
+                        return st->after(back, [st, op, f, r = std::move(r)]() mutable {
+                            complete<Result>(*st, op, error_of(f), std::move(r));
+                        });
+                    }
+                    fwd(st->inner, [st, op, f, back](error_code ec, Result r) mutable {
+                        if (f == fault::drop_response) return;
+                        if (f == fault::server_error_applied) {
+                            ec = errc::service_unavailable;
+                            r = Result{};
+                        }
+                        st->after(back, [st, op, ec, r = std::move(r)]() mutable {
+                            complete<Result>(*st, op, ec, std::move(r));
+                        });
+                    });
+                });
+            },
+            token, std::move(forward));
+    }
+
+    std::shared_ptr<state> st_;
+};
+
+} // namespace baton::sim
+
+#endif

@@ -1,0 +1,110 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_SIM_SCHEDULER_HPP
+#define BATON_SIM_SCHEDULER_HPP
+
+/** @file
+    The seeded scheduler: one io_context, virtual time, and a random source,
+    so that a simulation run is a pure function of its seed.
+*/
+
+#include <baton/sim/manual_clock.hpp>
+#include <baton/sim/pausable_executor.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <random>
+
+namespace baton::sim {
+
+/** Runs a simulation: everything ready at the current virtual instant
+    runs, then time jumps to the next timer deadline, and so on.
+
+    Constructing a scheduler resets virtual time to zero. One at a time.
+*/
+class scheduler {
+public:
+    /// A fresh simulation whose randomness all derives from `seed`.
+    explicit scheduler(std::uint64_t seed) : seed_(seed), rng_(seed) { virtual_clock::reset(); }
+
+    scheduler(scheduler const&) = delete;
+    scheduler& operator=(scheduler const&) = delete;
+
+    /// The io_context every participant runs on.
+    boost::asio::io_context& context() noexcept { return ioc_; }
+    /// Its executor (for the "network": backends and fault delays).
+    boost::asio::io_context::executor_type get_executor() noexcept { return ioc_.get_executor(); }
+    /// A new participant executor, which can be frozen on its own.
+    pausable_executor make_participant_executor() { return pausable_executor(ioc_.get_executor()); }
+
+    /// The seed.
+    std::uint64_t seed() const noexcept { return seed_; }
+    /// The simulation's random source: draw every random choice from it.
+    std::mt19937_64& rng() noexcept { return rng_; }
+    /// A uniform draw from [0, 1).
+    double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+    /// Virtual now.
+    virtual_clock::time_point now() const noexcept { return virtual_clock::now(); }
+
+    /// Called after each instant's work has run, with that instant: where invariants are checked.
+    void on_step(std::function<void(virtual_clock::time_point)> f) { step_ = std::move(f); }
+
+    /// Runs until virtual time `until` (inclusive of work at `until`) or until nothing is left to do.
+    void run_until(virtual_clock::time_point until) {
+        for (;;) {
+            drain();
+            if (step_) step_(virtual_clock::now());
+            ++steps_;
+            auto next = virtual_clock::next_deadline();
+            if (next == virtual_clock::time_point::max()) {
+                if (ioc_.stopped()) return; // no work left at all
+                next = virtual_clock::now() + idle_step;
+            }
+            if (next > until) {
+                virtual_clock::advance_to(until);
+                drain();
+                if (step_) step_(virtual_clock::now());
+                return;
+            }
+            virtual_clock::advance_to(next);
+        }
+    }
+
+    /// Runs for `d` of virtual time.
+    void run_for(virtual_clock::duration d) { run_until(virtual_clock::now() + d); }
+
+    /// Instants processed so far.
+    std::uint64_t steps() const noexcept { return steps_; }
+
+    /// How far time jumps when work remains but no deadline is known (timers armed without a Clock policy).
+    static constexpr virtual_clock::duration idle_step = std::chrono::milliseconds(1);
+
+private:
+    void drain() {
+        if (ioc_.stopped()) ioc_.restart();
+        // Twice idle in a row: handlers and timers due now have all run.
+        int idle = 0;
+        while (idle < 2) {
+            if (ioc_.poll() == 0)
+                ++idle;
+            else
+                idle = 0;
+            if (ioc_.stopped()) {
+                ioc_.restart();
+                if (ioc_.poll() == 0) break;
+            }
+        }
+    }
+
+    std::uint64_t seed_;
+    std::mt19937_64 rng_;
+    boost::asio::io_context ioc_{1};
+    std::function<void(virtual_clock::time_point)> step_;
+    std::uint64_t steps_ = 0;
+};
+
+} // namespace baton::sim
+
+#endif
