@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <random>
 
@@ -46,6 +47,18 @@ struct fault_profile {
 
     /// No faults, only latency.
     static fault_profile none() { return {}; }
+};
+
+/// One fault, for scripting exactly what happens to the next request.
+enum class fault_kind {
+    drop_request,          ///< never reaches the store
+    drop_response,         ///< applied; the answer is lost
+    conflict,              ///< 409, not applied (reads: passes)
+    precondition,          ///< 412, not applied (reads: passes)
+    server_error_applied,  ///< 500 after applying
+    server_error_lost,     ///< 500, not applied
+    unavailable,           ///< 503, not applied
+    throttle,              ///< throttled, not applied
 };
 
 /// Counts of faults injected, by kind.
@@ -77,6 +90,9 @@ public:
     bool faults_enabled() const noexcept { return st_->enabled; }
     /// The profile in force (mutable).
     fault_profile& profile() noexcept { return st_->profile; }
+    /// Makes the next request suffer `k` (queued in order; applies even while random faults are off).
+    void inject_next(fault_kind k) { st_->scripted.push_back(k); }
+
     /// Faults injected so far.
     fault_counts const& counts() const noexcept { return st_->counts; }
     /// The wrapped backend.
@@ -124,6 +140,20 @@ private:
     enum class fault { none, drop_request, drop_response, conflict, precondition, server_error_applied,
                        server_error_lost, unavailable, throttle };
 
+    static fault from_kind(fault_kind k) {
+        switch (k) {
+        case fault_kind::drop_request: return fault::drop_request;
+        case fault_kind::drop_response: return fault::drop_response;
+        case fault_kind::conflict: return fault::conflict;
+        case fault_kind::precondition: return fault::precondition;
+        case fault_kind::server_error_applied: return fault::server_error_applied;
+        case fault_kind::server_error_lost: return fault::server_error_lost;
+        case fault_kind::unavailable: return fault::unavailable;
+        case fault_kind::throttle: return fault::throttle;
+        }
+        return fault::none;
+    }
+
     struct state {
         state(Backend b, executor_type n, std::uint64_t seed, fault_profile p)
             : inner(std::move(b)), net(std::move(n)), rng(seed), profile(p) {}
@@ -133,6 +163,7 @@ private:
         fault_profile profile;
         bool enabled = true;
         fault_counts counts;
+        std::deque<fault_kind> scripted;
 
         double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
 
@@ -149,6 +180,13 @@ private:
 
         fault pick(bool is_write) {
             ++counts.requests;
+            if (!scripted.empty()) {
+                fault f = from_kind(scripted.front());
+                scripted.pop_front();
+                if (!is_write && (f == fault::conflict || f == fault::precondition)) return fault::none;
+                count(f);
+                return f;
+            }
             if (!enabled) return fault::none;
             double const u = uniform();
             double edge = 0;
@@ -162,6 +200,20 @@ private:
             if (hit(profile.unavailable)) return ++counts.unavailable, fault::unavailable;
             if (hit(profile.throttle)) return ++counts.throttled, fault::throttle;
             return fault::none;
+        }
+
+        void count(fault f) {
+            switch (f) {
+            case fault::drop_request: ++counts.dropped_requests; break;
+            case fault::drop_response: ++counts.dropped_responses; break;
+            case fault::conflict: ++counts.conflicts; break;
+            case fault::precondition: ++counts.preconditions; break;
+            case fault::server_error_applied:
+            case fault::server_error_lost: ++counts.server_errors; break;
+            case fault::unavailable: ++counts.unavailable; break;
+            case fault::throttle: ++counts.throttled; break;
+            case fault::none: break;
+            }
         }
 
         template <class F>

@@ -1,0 +1,31 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_BATON_HPP
+#define BATON_BATON_HPP
+
+/** @file
+    The single include: everything baton offers, with the aliases that
+    docs and examples use.
+*/
+
+#include <baton/aws/sigv4.hpp>
+#include <baton/backend/memory.hpp>
+#include <baton/clock.hpp>
+#include <baton/election.hpp>
+#include <baton/error.hpp>
+#include <baton/lease.hpp>
+#include <baton/lease_options.hpp>
+#include <baton/retry.hpp>
+#include <baton/run_while_held.hpp>
+#include <baton/signer.hpp>
+#include <baton/store.hpp>
+
+namespace baton {
+
+/// A lease on the in-process memory store (demos, tests, benchmarks).
+using memory_lease = basic_lease<memory_backend>;
+/// Leader election on the in-process memory store.
+using memory_election = basic_election<memory_backend>;
+
+} // namespace baton
+
+#endif

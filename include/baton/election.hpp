@@ -1,0 +1,183 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_ELECTION_HPP
+#define BATON_ELECTION_HPP
+
+/** @file
+    `basic_election`: leader election on a lease. A candidate campaigns
+    with a value (say, its address); whoever holds the lease leads, with a
+    fencing token per term. Anyone can observe the current leader and wait
+    for it to change.
+*/
+
+#include <baton/lease.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace baton {
+
+/** Leader election among candidates sharing a key.
+
+    Same policies, time model and thread-safety rules as `basic_lease`,
+    which it is built on (`lease()` gives access).
+*/
+template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
+          signer_policy Signer = anonymous>
+class basic_election {
+public:
+    /// The lease underneath.
+    using lease_type = basic_lease<Backend, Clock, RetryPolicy, Signer>;
+    /// The executor.
+    using executor_type = typename lease_type::executor_type;
+
+    /** A candidate for the election at `opts.key`, whose leadership record
+        will carry `opts.value`. @throws config_error on bad options.
+    */
+    basic_election(executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {}, Signer signer = {},
+                   Clock clock = {})
+        : lease_(ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer), std::move(clock)),
+          watch_(std::make_shared<watch_state>(ex)) {}
+
+    /// Stops watching and abandons leadership (see `basic_lease`).
+    ~basic_election() {
+        if (watch_) watch_->close();
+    }
+    basic_election(basic_election const&) = delete;
+    basic_election& operator=(basic_election const&) = delete;
+
+    /** Campaigns until elected. Completes with the term's grant; leadership
+        then renews in the background until resigned or lost.
+        Signature and cancellation as `basic_lease::async_acquire`.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_campaign(Token&& token = {}) {
+        return lease_.async_acquire(std::forward<Token>(token));
+    }
+
+    /// Steps down at once, keeping the term's token; the next candidate takes over without waiting.
+    template <class Token = boost::asio::deferred_t>
+    auto async_resign(Token&& token = {}) {
+        return lease_.async_release(std::forward<Token>(token));
+    }
+
+    /// Completes when this candidate's leadership ends (`errc::lease_lost` or `errc::released`).
+    template <class Token = boost::asio::deferred_t>
+    auto async_wait_lost(Token&& token = {}) {
+        return lease_.async_wait_lost(std::forward<Token>(token));
+    }
+
+    /** Reads who leads now. Completion: `void(error_code, std::optional<lease_info>)`,
+        empty when nobody has led yet or the last leader resigned.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_leader(Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
+            [](auto handler, lease_type* l) {
+                l->async_inspect([h = std::move(handler)](error_code ec, std::optional<lease_info> info) mutable {
+                    if (info && info->released) info.reset();
+                    std::move(h)(ec, std::move(info));
+                });
+            },
+            token, &lease_);
+    }
+
+    /** Waits until the leader differs from `known` (another holder, another
+        term, or resigned), polling every `poll_interval`. Completion:
+        `void(error_code, std::optional<lease_info>)` with the new leader.
+
+        @par Per-Operation Cancellation
+        All types: completes with `operation_aborted`.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_wait_for_change(std::optional<lease_info> known, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
+            [this](auto handler, std::optional<lease_info> k) { start_watch(std::move(handler), std::move(k)); }, token,
+            std::move(known));
+    }
+
+    /// True while this candidate leads (by its own clock, before the renew deadline).
+    bool is_leader() const noexcept { return lease_.is_held(); }
+    /// The current (or last) term's fencing token.
+    std::uint64_t fencing_token() const noexcept { return lease_.fencing_token(); }
+    /// The lease underneath.
+    lease_type& lease() noexcept { return lease_; }
+
+private:
+    using watch_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
+    using timer = boost::asio::basic_waitable_timer<typename Clock::timer_clock,
+                                                    boost::asio::wait_traits<typename Clock::timer_clock>, executor_type>;
+
+    struct watch_state {
+        explicit watch_state(executor_type ex) : t(std::move(ex)) {}
+        timer t;
+        std::optional<watch_handler> h;
+        boost::asio::cancellation_slot slot;
+        unsigned gen = 0;
+        bool closed = false;
+
+        void finish(error_code ec, std::optional<lease_info> info) {
+            if (!h) return;
+            ++gen;
+            t.cancel();
+            if (slot.is_connected()) slot.clear();
+            watch_handler out(std::move(*h));
+            h.reset();
+            boost::asio::post(t.get_executor(), boost::asio::append(std::move(out), ec, std::move(info)));
+        }
+        void close() {
+            closed = true;
+            finish(boost::asio::error::operation_aborted, std::nullopt);
+        }
+    };
+
+    static bool same_leader(std::optional<lease_info> const& a, std::optional<lease_info> const& b) {
+        if (a.has_value() != b.has_value()) return false;
+        if (!a) return true;
+        return a->owner == b->owner && a->fencing_token == b->fencing_token && a->released == b->released;
+    }
+
+    template <class Handler>
+    void start_watch(Handler&& handler, std::optional<lease_info> known) {
+        auto w = watch_;
+        if (w->h) {
+            boost::asio::post(w->t.get_executor(), boost::asio::append(std::move(handler), error_code(errc::operation_in_progress),
+                                                                       std::optional<lease_info>{}));
+            return;
+        }
+        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        if (slot.is_connected()) {
+            std::weak_ptr<watch_state> weak = w;
+            slot.assign([weak](boost::asio::cancellation_type) {
+                if (auto s = weak.lock())
+                    boost::asio::post(s->t.get_executor(), [s] { s->finish(boost::asio::error::operation_aborted, std::nullopt); });
+            });
+        }
+        w->slot = slot;
+        w->h.emplace(std::move(handler));
+        poll(std::move(known), ++w->gen);
+    }
+
+    void poll(std::optional<lease_info> known, unsigned gen) {
+        auto w = watch_;
+        async_leader([this, w, known = std::move(known), gen](error_code ec, std::optional<lease_info> now) mutable {
+            if (w->closed || gen != w->gen) return;
+            if (ec && !is_retryable(ec)) return w->finish(ec, std::nullopt);
+            if (!ec && !same_leader(known, now)) return w->finish({}, std::move(now));
+            w->t.expires_at(lease_.clock().timer_expiry(lease_.options().poll_interval));
+            w->t.async_wait([this, w, known = std::move(known), gen](error_code e) mutable {
+                if (e || w->closed || gen != w->gen) return;
+                poll(std::move(known), gen);
+            });
+        });
+    }
+
+    lease_type lease_;
+    std::shared_ptr<watch_state> watch_;
+};
+
+} // namespace baton
+
+#endif
