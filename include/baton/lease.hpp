@@ -344,11 +344,13 @@ private:
             if (m.is_held(now())) return post_completion(std::move(h), error_code{}, grant());
             acquire_busy = true;
             acquire_stop = {};
-            acquire_slot = install_cancel(h, &impl::on_acquire_cancel);
             { // Boost 1.81's any_completion_handler move-assignment recurses: swap instead.
                 grant_handler tmp(std::move(h));
                 acquire_h.swap(tmp);
             }
+            // After wrapping: any_completion_handler puts its own cancellation state in the
+            // handler's slot, replacing anything installed there before; ours goes on its slot.
+            acquire_slot = install_cancel(acquire_h, &impl::on_acquire_cancel);
             unsigned const gen = ++acquire_gen;
             if (o.timeout) {
                 timeout_timer.expires_at(clock.timer_expiry(*o.timeout));
@@ -507,7 +509,7 @@ private:
                 return begin_release();
             }
             if (gen != renew_gen) return;
-            if (m.state() == lease_state::held) arm_deadline(); // a success moves the deadline
+            // A success moves the deadline later; the armed timer notices when it fires and re-arms.
             step_renew(std::move(next));
         }
 
@@ -586,8 +588,8 @@ private:
                 return post_completion(std::move(h), ec);
             }
             std::uint64_t const id = next_waiter++;
-            auto slot = install_cancel(h, &impl::on_waiter_cancel, id);
-            waiters.emplace_back(waiter{id, plain_handler(std::move(h)), slot});
+            auto& w = waiters.emplace_back(waiter{id, plain_handler(std::move(h)), {}});
+            w.slot = install_cancel(w.h, &impl::on_waiter_cancel, id); // after wrapping: see start_acquire
         }
 
         void on_waiter_cancel(std::uint64_t id) {

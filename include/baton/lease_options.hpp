@@ -48,7 +48,10 @@ struct lease_options {
         this factor on its own clock.
     */
     double max_clock_rate_skew = 2.0;
-    /// Seeds jitter and nonces; set it for reproducible simulations. Empty: from `std::random_device`.
+    /** Seeds jitter, nonces and the instance suffix; set it for reproducible
+        simulations, and then give every participant a different seed (two
+        participants with one seed would share an instance name). Empty: from `std::random_device`.
+    */
     std::optional<std::uint64_t> random_seed;
 
     /// The renew interval in force (explicit or derived).

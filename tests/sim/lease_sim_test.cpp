@@ -1,7 +1,8 @@
 // The lease simulation suite: several contenders per run on one key, under
 // injected faults, frozen participants and skewed clock rates, checked in
 // virtual real time. Each seed is a deterministic run; a failure prints its
-// seed, and BATON_SIM_SEED=<seed> replays just that one.
+// seed, and BATON_SIM_SEED=<seed> replays just that one (BATON_SIM_TRACE=1
+// prints its events). BATON_SIM_SEEDS sets how many, BATON_SIM_FIRST where to start.
 //
 // Properties (issue 2, item 9):
 // (a) never two holders whose own clocks both call the lease valid at once;
@@ -337,7 +338,7 @@ TEST_SUITE("simulation") {
 TEST_CASE("lease safety and liveness hold over many seeds") {
     std::uint64_t const one = env_u64("BATON_SIM_SEED", 0);
     std::uint64_t const seeds = one ? 1 : env_u64("BATON_SIM_SEEDS", 2000);
-    std::uint64_t const first = one ? one : 1;
+    std::uint64_t const first = one ? one : env_u64("BATON_SIM_FIRST", 1);
     outcome total;
     std::uint64_t failed = 0;
     for (std::uint64_t s = first; s < first + seeds; ++s) {
