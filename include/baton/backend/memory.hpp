@@ -94,7 +94,7 @@ public:
         return boost::asio::async_initiate<Token, void(error_code, erase_result)>(
             [st = state_, ex = ex_](auto handler, std::string key, precondition pc) {
                 erase_result r;
-                error_code ec = st->erase(key, pc);
+                error_code ec = st->erase(key, pc, r.diag);
                 complete(ex, std::move(handler), ec, std::move(r));
             },
             token, std::move(key), std::move(pc));
@@ -150,15 +150,19 @@ private:
         std::uint64_t next_version = 1;
         request_counts counts;
 
-        static error_code check_key(std::string const& key) {
-            if (key.empty() || key.size() > store_limits::max_key_bytes) return errc::invalid_argument;
+        static error_code check_key(std::string const& key, diagnostics& diag) {
+            if (key.empty() || key.size() > store_limits::max_key_bytes) {
+                diag.message = "key must be 1 to " + std::to_string(store_limits::max_key_bytes) + " bytes (it is " +
+                               std::to_string(key.size()) + ")";
+                return errc::invalid_argument;
+            }
             return {};
         }
 
         error_code get(std::string const& key, get_result& r) {
             std::lock_guard lock(mutex);
             ++counts.gets;
-            if (auto ec = check_key(key)) return ec;
+            if (auto ec = check_key(key, r.diag)) return ec;
             auto it = records.find(key);
             if (it != records.end()) r.found = record{key, it->second.body, it->second.version};
             return {};
@@ -167,7 +171,7 @@ private:
         error_code put(std::string const& key, std::string body, precondition const& pc, put_result& r) {
             std::lock_guard lock(mutex);
             ++counts.puts;
-            if (auto ec = check_key(key)) return ec;
+            if (auto ec = check_key(key, r.diag)) return ec;
             if (body.size() > params.max_body_bytes) {
                 r.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds the store's limit of " +
                                  std::to_string(params.max_body_bytes);
@@ -189,10 +193,10 @@ private:
             return {};
         }
 
-        error_code erase(std::string const& key, precondition const& pc) {
+        error_code erase(std::string const& key, precondition const& pc, diagnostics& diag) {
             std::lock_guard lock(mutex);
             ++counts.erases;
-            if (auto ec = check_key(key)) return ec;
+            if (auto ec = check_key(key, diag)) return ec;
             auto it = records.find(key);
             if (!holds(it, pc)) {
                 ++counts.refused;
@@ -207,7 +211,10 @@ private:
         error_code list(std::string const& prefix, std::string const& after, std::size_t limit, list_page& r) {
             std::lock_guard lock(mutex);
             ++counts.lists;
-            if (limit == 0) return errc::invalid_argument;
+            if (limit == 0) {
+                r.diag.message = "list limit must be at least 1";
+                return errc::invalid_argument;
+            }
             auto it = after.empty() || after < prefix ? records.lower_bound(prefix) : records.upper_bound(after);
             for (; it != records.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
                 if (r.entries.size() == limit) {
@@ -237,10 +244,11 @@ private:
                 !fresh_ec && put(key, "probe-4", precondition::matches(first.version), stale) == errc::precondition_failed;
             c.findings.push_back(std::string("put if matching a stale version: ") +
                                  (c.conditional_replace ? "refused (honoured)" : "accepted (ignored)"));
-            c.conditional_erase = erase(key, precondition::matches(first.version)) == errc::precondition_failed;
+            diagnostics ignored;
+            c.conditional_erase = erase(key, precondition::matches(first.version), ignored) == errc::precondition_failed;
             c.findings.push_back(std::string("erase if matching a stale version: ") +
                                  (c.conditional_erase ? "refused (honoured)" : "accepted (ignored)"));
-            erase(key, precondition::none());
+            erase(key, precondition::none(), ignored);
             return c;
         }
 

@@ -97,8 +97,11 @@ public:
     using duration = std::chrono::nanoseconds;         ///< own-time intervals
     using time_point = std::chrono::time_point<virtual_clock, duration>; ///< own-time readings
 
+    /// A clock at virtual speed, reading zero at virtual time zero. Not explicit, so that `Clock clock = {}` works.
+    manual_clock() noexcept : manual_clock(1.0) {}
+
     /// A clock at `rate` times virtual speed, reading `offset` at virtual time zero.
-    explicit manual_clock(double rate = 1.0, duration offset = duration(0)) noexcept : rate_(rate), offset_(offset) {}
+    explicit manual_clock(double rate, duration offset = duration(0)) noexcept : rate_(rate), offset_(offset) {}
 
     /// This participant's reading.
     time_point now() const noexcept {

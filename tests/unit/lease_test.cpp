@@ -1,0 +1,944 @@
+// basic_lease, driven deterministically in virtual time: round trips, the
+// time model, loss, ambiguous outcomes, try-once, cancellation, completion
+// tokens, destruction and foreign records.
+#include <baton/backend/memory.hpp>
+#include <baton/detail/lease_record.hpp>
+#include <baton/lease.hpp>
+#include <baton/sim.hpp>
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace sim = baton::sim;
+using namespace std::chrono_literals;
+using baton::errc;
+using baton::error_code;
+using baton::lease_state;
+using sim::virtual_clock;
+using vtime = virtual_clock::time_point;
+
+using sim_lease = baton::basic_lease<baton::memory_backend, sim::manual_clock>;
+using faulty_store = sim::faulty_backend<baton::memory_backend>;
+using faulty_lease = baton::basic_lease<faulty_store, sim::manual_clock>;
+
+constexpr auto ttl = std::chrono::milliseconds(20000);
+constexpr auto renew_interval = std::chrono::milliseconds(6666);  // ttl / 3
+constexpr auto renew_deadline = std::chrono::milliseconds(13333); // 2/3 ttl
+constexpr auto poll_every = std::chrono::milliseconds(1000);
+constexpr auto takeover_window = std::chrono::milliseconds(40000); // ttl x max_clock_rate_skew
+
+baton::lease_options options(std::string owner, std::uint64_t seed) {
+    baton::lease_options o;
+    o.key = "jobs/nightly";
+    o.owner = std::move(owner);
+    o.value = "addr-of-" + o.owner;
+    o.ttl = ttl;
+    o.poll_interval = poll_every;
+    o.max_clock_rate_skew = 2.0;
+    o.random_seed = seed;
+    return o;
+}
+
+struct acquired {
+    std::optional<error_code> ec;
+    baton::lease_grant grant;
+    vtime at{};
+    int calls = 0;
+};
+auto on_acquired(acquired& r) {
+    return [&r](error_code ec, baton::lease_grant g) {
+        r.ec = ec;
+        r.grant = g;
+        r.at = virtual_clock::now();
+        ++r.calls;
+    };
+}
+
+struct completed {
+    std::optional<error_code> ec;
+    vtime at{};
+    int calls = 0;
+};
+auto on_completed(completed& r) {
+    return [&r](error_code ec) {
+        r.ec = ec;
+        r.at = virtual_clock::now();
+        ++r.calls;
+    };
+}
+
+// Acquires `l` (expected free or released) and checks it worked.
+template <class Lease>
+baton::lease_grant acquire_now(sim::scheduler& sched, Lease& l) {
+    acquired r;
+    l.async_acquire(on_acquired(r));
+    sched.run_for(50ms);
+    REQUIRE(r.ec.has_value());
+    REQUIRE_MESSAGE(!*r.ec, r.ec->message());
+    return r.grant;
+}
+
+template <class Lease>
+void release_now(sim::scheduler& sched, Lease& l) {
+    completed r;
+    l.async_release(on_completed(r));
+    sched.run_for(50ms);
+    REQUIRE(r.ec.has_value());
+    REQUIRE_MESSAGE(!*r.ec, r.ec->message());
+}
+
+std::optional<baton::detail::lease_body> stored_body(sim::scheduler& sched, baton::memory_backend& store) {
+    std::optional<baton::record> found;
+    // Note: this read is counted in store.counts() like any other.
+    store.async_get("jobs/nightly", [&](error_code ec, baton::get_result r) {
+        REQUIRE_FALSE(ec);
+        found = r.found;
+    });
+    sched.run_for(0ns);
+    if (!found) return std::nullopt;
+    baton::detail::lease_body b;
+    baton::diagnostics d;
+    REQUIRE_FALSE(baton::detail::decode_lease_body(found->body, b, d));
+    return b;
+}
+
+} // namespace
+
+TEST_SUITE("lease") {
+
+// ---- round trips ------------------------------------------------------------
+
+TEST_CASE("acquiring a free lease is one put and no get") {
+    sim::scheduler sched(1);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 1));
+    std::optional<baton::lease_info> info{baton::lease_info{}};
+    a.async_inspect([&](error_code ec, std::optional<baton::lease_info> i) {
+        CHECK_FALSE(ec);
+        info = std::move(i);
+    });
+    sched.run_for(0ns);
+    CHECK_FALSE(info.has_value()); // no record yet
+    auto const start = store.counts();
+    acquired r;
+    a.async_acquire(on_acquired(r));
+    sched.run_for(1ms);
+    REQUIRE(r.ec.has_value());
+    CHECK_FALSE(*r.ec);
+    CHECK(r.grant.fencing_token == 1);
+    CHECK_FALSE(r.grant.took_over);
+    CHECK(r.grant.remaining == renew_deadline); // no time passed: the whole budget
+    CHECK(store.counts().puts == start.puts + 1);
+    CHECK(store.counts().gets == start.gets);
+    CHECK(a.state() == lease_state::held);
+    CHECK(a.is_held());
+    CHECK(a.fencing_token() == 1);
+    CHECK(a.remaining() == renew_deadline - 1ms);
+    REQUIRE(a.valid_until().has_value());
+    CHECK(a.valid_until()->time_since_epoch() == ttl);
+    auto b = stored_body(sched, store);
+    REQUIRE(b.has_value());
+    CHECK(b->owner == a.owner());
+    CHECK(b->value == "addr-of-a");
+    CHECK(b->token == 1);
+    CHECK_FALSE(b->released);
+    CHECK(b->ttl == ttl);
+
+    // Acquiring again while held completes at once, with no request.
+    sched.run_for(1s);
+    auto const before = store.counts();
+    acquired again;
+    a.async_acquire(on_acquired(again));
+    sched.run_for(0ns);
+    REQUIRE(again.ec.has_value());
+    CHECK_FALSE(*again.ec);
+    CHECK(again.grant.fencing_token == 1);
+    CHECK(again.grant.remaining == a.remaining());
+    CHECK(store.counts().puts == before.puts);
+    CHECK(store.counts().gets == before.gets);
+}
+
+TEST_CASE("each renewal is one put, within 80-100% of the renew interval after the last") {
+    sim::scheduler sched(3);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 3));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    std::vector<vtime> puts_at{vtime{}};
+    auto last = store.counts();
+    for (int i = 0; i < 60000; ++i) { // 60 s in 1 ms steps
+        sched.run_for(1ms);
+        auto const c = store.counts();
+        CHECK(c.gets == 0);
+        CHECK(c.puts - last.puts <= 1);
+        if (c.puts != last.puts) puts_at.push_back(sched.now());
+        last = c;
+    }
+    REQUIRE(puts_at.size() >= 10);
+    for (std::size_t i = 1; i < puts_at.size(); ++i) {
+        auto const gap = puts_at[i] - puts_at[i - 1];
+        CHECK(gap >= renew_interval * 8 / 10 - 1ms); // sampled every 1 ms
+        CHECK(gap <= renew_interval + 1ms);
+    }
+    CHECK(last.refused == 0);
+    CHECK(a.is_held());
+    CHECK(a.fencing_token() == 1); // renewals keep the token
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(stored_body(sched, store)->token == 1);
+}
+
+TEST_CASE("release is one put, keeps the record and its token; re-acquiring is one put") {
+    sim::scheduler sched(4);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 4));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    auto const before = store.counts();
+    release_now(sched, a);
+    CHECK(store.counts().puts == before.puts + 1);
+    CHECK(store.counts().gets == before.gets);
+    CHECK(store.counts().erases == 0);
+    CHECK(a.state() == lease_state::released);
+    CHECK_FALSE(a.is_held());
+    CHECK(a.remaining() == 0ns);
+    CHECK(a.fencing_token() == 1);
+    REQUIRE(lost.ec.has_value());
+    CHECK(*lost.ec == errc::released);
+
+    CHECK(store.size() == 1); // the record stays, marked released
+    std::optional<baton::lease_info> info;
+    a.async_inspect([&](error_code ec, std::optional<baton::lease_info> i) {
+        CHECK_FALSE(ec);
+        info = std::move(i);
+    });
+    sched.run_for(1ms);
+    REQUIRE(info.has_value());
+    CHECK(info->released);
+    CHECK(info->fencing_token == 1);
+    CHECK(info->owner == a.owner());
+    CHECK(info->value == "addr-of-a");
+    CHECK(info->ttl == ttl);
+    CHECK_FALSE(info->version.empty());
+
+    // Nothing happens while released.
+    auto const idle = store.counts();
+    sched.run_for(60s);
+    CHECK(store.counts().puts == idle.puts);
+
+    auto const g = acquire_now(sched, a);
+    CHECK(store.counts().puts == idle.puts + 1);
+    CHECK(store.counts().gets == idle.gets);
+    CHECK(g.fencing_token == 2); // a new term, a new token
+    CHECK_FALSE(g.took_over);
+}
+
+TEST_CASE("taking over a dead holder: reads while waiting, then exactly one put") {
+    sim::scheduler sched(5);
+    baton::memory_backend store(sched.get_executor());
+    {
+        sim_lease a(sched.get_executor(), store, options("a", 5));
+        acquire_now(sched, a);
+    } // destroyed without release: the record stays, held
+    sched.run_for(0ns);
+    CHECK(store.counts().puts == 1);
+    sched.run_for(5s);
+
+    sim_lease b(sched.get_executor(), store, options("b", 6));
+    acquired r;
+    b.async_acquire(on_acquired(r));
+    sched.run_for(0ns);
+    // b's first request is a create, refused with the current record: that is its first read.
+    auto const start = store.counts();
+    CHECK(start.puts == 2);
+    CHECK(start.refused == 1);
+    CHECK(start.gets == 0);
+    CHECK_FALSE(r.ec.has_value());
+
+    sched.run_for(takeover_window + poll_every);
+    REQUIRE(r.ec.has_value());
+    CHECK_FALSE(*r.ec);
+    CHECK(r.grant.took_over);
+    CHECK(r.grant.fencing_token == 2);
+    auto const end = store.counts();
+    CHECK(end.puts == start.puts + 1);
+    CHECK(end.refused == start.refused);
+    // Polls every 50-100% of the poll interval for the 40 s window.
+    CHECK(end.gets >= 40);
+    CHECK(end.gets <= 81);
+}
+
+// ---- time model ---------------------------------------------------------------
+
+TEST_CASE("a contender takes over only after ttl x skew of its own time since its first read") {
+    double rate = 1.0;
+    SUBCASE("clock at virtual speed") { rate = 1.0; }
+    SUBCASE("fast clock") { rate = 2.0; }
+    SUBCASE("slow clock") { rate = 0.75; }
+    sim::scheduler sched(6);
+    baton::memory_backend store(sched.get_executor());
+    std::optional<sim_lease> a;
+    a.emplace(sched.get_executor(), store, options("a", 7));
+    acquire_now(sched, *a);
+    sched.run_for(3s);
+    a.reset(); // dies holding the lease
+    sched.run_for(10s);
+
+    sim::manual_clock clock(rate, 12345s);
+    sim_lease b(sched.get_executor(), store, options("b", 8), {}, {}, clock);
+    auto const first_read_own = clock.now(); // the refused create answers at this instant
+    acquired r;
+    std::optional<sim::manual_clock::time_point> own_at;
+    b.async_acquire([&](error_code ec, baton::lease_grant g) {
+        on_acquired(r)(ec, g);
+        own_at = b.clock().now();
+    });
+    auto const window_real = std::chrono::nanoseconds(static_cast<std::int64_t>(
+        std::ceil(static_cast<double>(std::chrono::nanoseconds(takeover_window).count()) / rate)));
+    auto const poll_real = std::chrono::nanoseconds(static_cast<std::int64_t>(
+        std::ceil(static_cast<double>(std::chrono::nanoseconds(poll_every).count()) / rate)));
+    vtime const first_read = sched.now();
+
+    sched.run_until(first_read + window_real - 1ms);
+    CHECK_FALSE(r.ec.has_value());
+    CHECK(b.state() == lease_state::acquiring);
+    CHECK(stored_body(sched, store)->token == 1);
+
+    sched.run_until(first_read + window_real + poll_real);
+    REQUIRE(r.ec.has_value());
+    CHECK_FALSE(*r.ec);
+    CHECK(r.grant.took_over);
+    CHECK(r.grant.fencing_token == 2);
+    CHECK(*own_at - first_read_own >= takeover_window);
+    CHECK(*own_at - first_read_own <= takeover_window + poll_every);
+    CHECK(r.at >= first_read + window_real - 1us);
+    CHECK(r.at <= first_read + window_real + poll_real);
+    CHECK(b.is_held());
+}
+
+TEST_CASE("a live holder is never taken over; once released, the lease is taken within one poll interval") {
+    sim::scheduler sched(8);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 11));
+    acquire_now(sched, a);
+    sim_lease b(sched.get_executor(), store, options("b", 12));
+    acquired r;
+    b.async_acquire(on_acquired(r));
+    sched.run_for(3 * takeover_window); // a keeps renewing: each new version restarts b's wait
+    REQUIRE_FALSE(r.ec.has_value());
+    CHECK(a.is_held());
+    CHECK(b.state() == lease_state::acquiring);
+    CHECK(stored_body(sched, store)->token == 1);
+
+    completed rel;
+    a.async_release(on_completed(rel));
+    sched.run_for(0ns);
+    REQUIRE(rel.ec.has_value());
+    CHECK_FALSE(*rel.ec);
+    vtime const released_at = rel.at;
+    sched.run_for(poll_every + 1ms);
+    REQUIRE(r.ec.has_value());
+    CHECK_FALSE(*r.ec);
+    CHECK(r.at - released_at <= poll_every + 1ns);
+    CHECK_FALSE(r.grant.took_over);
+    CHECK(r.grant.fencing_token == 2);
+}
+
+TEST_CASE("fencing tokens go 1, 2, 3 across holders") {
+    sim::scheduler sched(9);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 13));
+    sim_lease b(sched.get_executor(), store, options("b", 14));
+    sim_lease c(sched.get_executor(), store, options("c", 15));
+    CHECK(acquire_now(sched, a).fencing_token == 1);
+    release_now(sched, a);
+    CHECK(acquire_now(sched, b).fencing_token == 2);
+    sched.run_for(10s); // renewals keep the token
+    CHECK(b.fencing_token() == 2);
+    release_now(sched, b);
+    CHECK(acquire_now(sched, c).fencing_token == 3);
+    release_now(sched, c);
+    // a's idea of the record is stale: its conditional write is refused, it reads the news, and goes on to 4.
+    CHECK(acquire_now(sched, a).fencing_token == 4);
+    CHECK(stored_body(sched, store)->token == 4);
+}
+
+// ---- losing the lease -----------------------------------------------------------
+
+TEST_CASE("a holder whose renewals fail loses the lease exactly at its renew deadline") {
+    sim::scheduler sched(10);
+    baton::memory_backend store(sched.get_executor());
+    sim::fault_profile drop_all;
+    drop_all.drop_request = 1.0;
+    faulty_store net(store, sched.get_executor(), 77, drop_all);
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 16));
+    vtime const t_send = sched.now(); // the acquiring write is sent now
+    acquire_now(sched, a);
+    net.set_faults_enabled(true); // from now on nothing reaches the store
+
+    completed lost;
+    bool held_then = true;
+    std::chrono::nanoseconds remaining_then{-1};
+    a.async_wait_lost([&](error_code ec) {
+        on_completed(lost)(ec);
+        held_then = a.is_held();
+        remaining_then = a.remaining();
+    });
+    sched.run_until(t_send + renew_deadline - 1ms);
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(a.is_held());
+    CHECK(a.remaining() == 1ms);
+    CHECK(net.counts().dropped_requests >= 1); // renewals were tried
+
+    sched.run_for(1s);
+    REQUIRE(lost.ec.has_value());
+    CHECK(*lost.ec == errc::lease_lost);
+    auto const late = lost.at - (t_send + renew_deadline);
+    CHECK(late >= 0ns);
+    CHECK(late <= 1ns); // timers round up by 1 ns
+    CHECK_FALSE(held_then);
+    CHECK(remaining_then == 0ns);
+    CHECK(a.state() == lease_state::lost);
+    CHECK(a.fencing_token() == 1);
+    CHECK(store.counts().puts == 1); // no renewal ever landed
+}
+
+TEST_CASE("a frozen holder stops being held at its deadline and learns of the loss on thaw") {
+    sim::scheduler sched(11);
+    baton::memory_backend store(sched.get_executor());
+    auto ex = sched.make_participant_executor();
+    sim_lease a(ex, store, options("a", 17));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    sched.run_for(1s);
+    ex.freeze();
+    sched.run_until(vtime(renew_deadline - 1ns));
+    CHECK(a.is_held());
+    sched.run_until(vtime(renew_deadline));
+    CHECK_FALSE(a.is_held()); // by its own clock, even while it cannot run
+    CHECK(a.remaining() == 0ns);
+    sched.run_until(vtime(30s));
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(store.counts().puts == 1);
+    ex.thaw();
+    sched.run_for(1ms);
+    REQUIRE(lost.ec.has_value());
+    CHECK(*lost.ec == errc::lease_lost);
+    CHECK(a.state() == lease_state::lost);
+}
+
+TEST_CASE("a holder taken over learns lease_lost at its next renewal") {
+    sim::scheduler sched(12);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 18));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    sched.run_for(1s);
+
+    // Someone else writes the record (as a contender with a too-fast clock would).
+    baton::detail::lease_body intruder{"intruder#1", "", "n", 2, false, ttl};
+    bool written = false;
+    store.async_put("jobs/nightly", baton::detail::encode_lease_body(intruder), baton::precondition::none(),
+                    [&](error_code ec, baton::put_result) { written = !ec; });
+    sched.run_for(0ns);
+    REQUIRE(written);
+
+    sched.run_until(vtime(renew_interval + 1ms));
+    REQUIRE(lost.ec.has_value());
+    CHECK(*lost.ec == errc::lease_lost);
+    CHECK(lost.at >= vtime(renew_interval * 8 / 10));
+    CHECK(lost.at < vtime(renew_deadline)); // well before the deadline
+    CHECK(a.state() == lease_state::lost);
+    CHECK_FALSE(a.is_held());
+
+    // Releasing now cannot touch the new holder's record.
+    completed rel;
+    a.async_release(on_completed(rel));
+    sched.run_for(1ms);
+    REQUIRE(rel.ec.has_value());
+    CHECK(*rel.ec == errc::lease_lost);
+    auto b = stored_body(sched, store);
+    CHECK(b->owner == "intruder#1");
+    CHECK(b->token == 2);
+    CHECK_FALSE(b->released);
+}
+
+// ---- ambiguous outcomes ---------------------------------------------------------
+
+TEST_CASE("an acquiring write applied but unanswered is settled by reading back its nonce") {
+    sim::scheduler sched(13);
+    baton::memory_backend store(sched.get_executor());
+    sim::fault_profile lose_answer;
+    lose_answer.drop_response = 1.0;
+    faulty_store net(store, sched.get_executor(), 78, lose_answer);
+    faulty_lease a(sched.get_executor(), net, options("a", 19));
+    acquired r;
+    a.async_acquire(on_acquired(r));
+    net.set_faults_enabled(false); // only the first request is faulty
+    sched.run_for(3s);                // past the 2 s request timeout, before any renewal
+    REQUIRE(r.ec.has_value());
+    CHECK_FALSE(*r.ec);
+    CHECK(r.grant.fencing_token == 1);
+    CHECK_FALSE(r.grant.took_over);
+    CHECK(net.counts().dropped_responses == 1);
+    CHECK(net.counts().timeouts == 1);
+    CHECK(store.counts().puts == 1); // not written twice
+    CHECK(store.counts().gets == 1); // one read back
+    CHECK(r.at >= vtime(2s));        // after the client's request timeout
+    // It holds from when the write was sent, not from when it learned of it.
+    CHECK(r.grant.remaining < renew_deadline - 2s);
+    CHECK(r.grant.remaining > renew_deadline - 3s);
+    CHECK(a.is_held());
+    CHECK(stored_body(sched, store)->owner == a.owner());
+}
+
+TEST_CASE("a renewal applied but unanswered keeps the lease") {
+    sim::scheduler sched(14);
+    baton::memory_backend store(sched.get_executor());
+    sim::fault_profile lose_answer;
+    lose_answer.drop_response = 1.0;
+    faulty_store net(store, sched.get_executor(), 79, lose_answer);
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 20));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+
+    net.set_faults_enabled(true);
+    auto const puts_before = store.counts().puts;
+    for (int i = 0; i < 10000 && store.counts().puts == puts_before; ++i) sched.run_for(1ms);
+    REQUIRE(store.counts().puts == puts_before + 1); // the renewal landed; its answer will not come
+    net.set_faults_enabled(false);
+    vtime const renewal_landed = sched.now();
+
+    sched.run_for(4s); // past the request timeout and the read back
+    CHECK(net.counts().dropped_responses == 1);
+    CHECK(store.counts().gets == 1);
+    CHECK(store.counts().puts == puts_before + 1); // settled by reading, not by writing again
+    CHECK(a.is_held());
+    // The deadline moved to the renewal's send time + renew deadline.
+    CHECK(a.remaining() > renew_deadline - (sched.now() - renewal_landed) - 100ms);
+
+    sched.run_for(60s);
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(a.is_held());
+    CHECK(a.fencing_token() == 1);
+}
+
+// ---- try-once and timeouts -------------------------------------------------------
+
+TEST_CASE("try-acquire against a held lease fails with held_by_other without waiting") {
+    sim::scheduler sched(15);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 21));
+    acquire_now(sched, a);
+    sched.run_for(2s);
+    sim_lease b(sched.get_executor(), store, options("b", 22));
+    auto const before = store.counts();
+    vtime const asked = sched.now();
+    acquired r;
+    b.async_try_acquire(on_acquired(r));
+    sched.run_for(0ns);
+    REQUIRE(r.ec.has_value());
+    CHECK(*r.ec == errc::held_by_other);
+    CHECK(r.at == asked);
+    CHECK(b.state() == lease_state::idle);
+    CHECK(store.counts().puts == before.puts + 1); // the refused create
+    CHECK(store.counts().gets == before.gets);
+
+    // Try-once on a free (released) lease succeeds.
+    release_now(sched, a);
+    acquired r2;
+    b.async_try_acquire(on_acquired(r2));
+    sched.run_for(1ms);
+    REQUIRE(r2.ec.has_value());
+    CHECK_FALSE(*r2.ec);
+    CHECK(r2.grant.fencing_token == 2);
+}
+
+TEST_CASE("acquire with a timeout fails with errc::timeout when the time is up") {
+    sim::scheduler sched(16);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 23));
+    acquire_now(sched, a);
+    sim_lease b(sched.get_executor(), store, options("b", 24));
+    vtime const asked = sched.now();
+    acquired r;
+    b.async_acquire(baton::acquire_options{.timeout = 5s}, on_acquired(r));
+    sched.run_until(asked + 5s - 1ms);
+    CHECK_FALSE(r.ec.has_value());
+    sched.run_until(asked + 5s + 1ms);
+    REQUIRE(r.ec.has_value());
+    CHECK(*r.ec == errc::timeout);
+    CHECK(r.at >= asked + 5s);
+    CHECK(b.state() == lease_state::idle);
+    // It stops polling.
+    auto const gets = store.counts().gets;
+    sched.run_for(10s);
+    CHECK(store.counts().gets == gets);
+    // And may try again.
+    acquired r2;
+    b.async_try_acquire(on_acquired(r2));
+    sched.run_for(1ms);
+    REQUIRE(r2.ec.has_value());
+    CHECK(*r2.ec == errc::held_by_other);
+}
+
+// ---- one operation of a kind at a time ---------------------------------------------
+
+TEST_CASE("not_held before holding; a second acquire or a release while acquiring: operation_in_progress") {
+    sim::scheduler sched(17);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 25));
+    acquire_now(sched, a);
+    sim_lease b(sched.get_executor(), store, options("b", 26));
+    // Nothing to release or to lose before b ever held it.
+    completed rel0, wait0;
+    b.async_release(on_completed(rel0));
+    b.async_wait_lost(on_completed(wait0));
+    sched.run_for(0ns);
+    REQUIRE(rel0.ec.has_value());
+    CHECK(*rel0.ec == errc::not_held);
+    REQUIRE(wait0.ec.has_value());
+    CHECK(*wait0.ec == errc::not_held);
+
+    acquired first, second;
+    completed rel;
+    b.async_acquire(on_acquired(first));
+    sched.run_for(3s);
+    b.async_acquire(on_acquired(second));
+    b.async_release(on_completed(rel));
+    sched.run_for(0ns);
+    REQUIRE(second.ec.has_value());
+    CHECK(*second.ec == errc::operation_in_progress);
+    REQUIRE(rel.ec.has_value());
+    CHECK(*rel.ec == errc::operation_in_progress);
+    CHECK_FALSE(first.ec.has_value()); // unaffected
+    CHECK(b.state() == lease_state::acquiring);
+
+    release_now(sched, a);
+    sched.run_for(poll_every + 1ms);
+    REQUIRE(first.ec.has_value());
+    CHECK_FALSE(*first.ec);
+    CHECK(first.grant.fencing_token == 2);
+    CHECK(first.calls == 1);
+    CHECK(second.calls == 1);
+}
+
+// ---- cancellation -------------------------------------------------------------
+
+TEST_CASE("cancelling a waiting acquire completes it with operation_aborted; the object can acquire later") {
+    sim::scheduler sched(19);
+    baton::memory_backend store(sched.get_executor());
+    asio::cancellation_signal sig; // outlives the operations it can cancel
+    sim_lease a(sched.get_executor(), store, options("a", 28));
+    acquire_now(sched, a);
+    sim_lease b(sched.get_executor(), store, options("b", 29));
+    acquired r;
+    b.async_acquire(asio::bind_cancellation_slot(sig.slot(), on_acquired(r)));
+    sched.run_for(5s);
+    REQUIRE_FALSE(r.ec.has_value());
+    sig.emit(asio::cancellation_type::terminal);
+    CHECK_FALSE(r.ec.has_value()); // not inline
+    sched.run_for(0ns);
+    REQUIRE(r.ec.has_value());
+    CHECK(*r.ec == asio::error::operation_aborted);
+    CHECK(b.state() == lease_state::idle);
+    auto const gets = store.counts().gets;
+    sched.run_for(10s);
+    CHECK(store.counts().gets == gets); // no more polling
+    sig.emit(asio::cancellation_type::terminal); // a late emit is harmless
+    sched.run_for(0ns);
+    CHECK(r.calls == 1);
+
+    release_now(sched, a);
+    auto const g = acquire_now(sched, b);
+    CHECK(g.fencing_token == 2);
+    CHECK(b.is_held());
+}
+
+TEST_CASE("cancelling an async_wait_lost waiter leaves the lease alone") {
+    sim::scheduler sched(20);
+    baton::memory_backend store(sched.get_executor());
+    asio::cancellation_signal sig;
+    sim_lease a(sched.get_executor(), store, options("a", 30));
+    acquire_now(sched, a);
+    completed cancelled, other;
+    a.async_wait_lost(asio::bind_cancellation_slot(sig.slot(), on_completed(cancelled)));
+    a.async_wait_lost(on_completed(other));
+    sched.run_for(1s);
+    sig.emit(asio::cancellation_type::terminal);
+    sched.run_for(0ns);
+    REQUIRE(cancelled.ec.has_value());
+    CHECK(*cancelled.ec == asio::error::operation_aborted);
+    CHECK_FALSE(other.ec.has_value());
+    sched.run_for(30s);
+    CHECK(a.is_held());
+    CHECK_FALSE(other.ec.has_value());
+    release_now(sched, a);
+    REQUIRE(other.ec.has_value());
+    CHECK(*other.ec == errc::released);
+    CHECK(cancelled.calls == 1);
+}
+
+// ---- completion tokens ------------------------------------------------------------
+
+TEST_CASE("asio::deferred: nothing is sent until the operation is invoked") {
+    sim::scheduler sched(21);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 31));
+    auto op = a.async_acquire(asio::deferred);
+    auto rel = a.async_release(asio::deferred);
+    sched.run_for(1s);
+    CHECK(store.counts().puts == 0);
+    CHECK(a.state() == lease_state::idle);
+    acquired r;
+    std::move(op)(on_acquired(r));
+    sched.run_for(1ms);
+    REQUIRE(r.ec.has_value());
+    CHECK_FALSE(*r.ec);
+    CHECK(r.grant.fencing_token == 1);
+    completed done;
+    std::move(rel)(on_completed(done));
+    sched.run_for(1ms);
+    REQUIRE(done.ec.has_value());
+    CHECK_FALSE(*done.ec);
+    CHECK(a.state() == lease_state::released);
+}
+
+TEST_CASE("asio::use_future with a steady-clock lease on a polled io_context") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    auto poll_until_ready = [&](auto& f) {
+        for (int i = 0; i < 1000 && f.wait_for(0s) != std::future_status::ready; ++i) ioc.poll();
+        return f.wait_for(0s) == std::future_status::ready;
+    };
+    baton::basic_lease<baton::memory_backend> a(ioc.get_executor(), store, options("a", 32));
+    baton::basic_lease<baton::memory_backend> b(ioc.get_executor(), store, options("b", 33));
+
+    std::future<baton::lease_grant> got = a.async_acquire(asio::use_future);
+    REQUIRE(poll_until_ready(got));
+    auto const g = got.get();
+    CHECK(g.fencing_token == 1);
+    CHECK(g.remaining > 0ns);
+    CHECK(a.is_held());
+
+    std::future<baton::lease_grant> refused = b.async_try_acquire(asio::use_future);
+    REQUIRE(poll_until_ready(refused));
+    try {
+        refused.get();
+        FAIL("expected held_by_other");
+    } catch (boost::system::system_error const& e) {
+        CHECK(e.code() == errc::held_by_other);
+    }
+
+    std::future<void> released = a.async_release(asio::use_future);
+    REQUIRE(poll_until_ready(released));
+    CHECK_NOTHROW(released.get());
+    CHECK(a.state() == lease_state::released);
+}
+
+TEST_CASE("asio::use_awaitable in a coroutine") {
+    sim::scheduler sched(22);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 34));
+    sim_lease b(sched.get_executor(), store, options("b", 35));
+    std::uint64_t token = 0;
+    error_code try_ec, wait_ec;
+    bool finished = false;
+    std::exception_ptr failure;
+    asio::co_spawn(
+        sched.get_executor(),
+        [&]() -> asio::awaitable<void> {
+            auto g = co_await a.async_acquire(asio::use_awaitable);
+            token = g.fencing_token;
+            auto [ec, unused] = co_await b.async_try_acquire(asio::as_tuple(asio::use_awaitable));
+            (void)unused;
+            try_ec = ec;
+            co_await a.async_release(asio::use_awaitable);
+            try {
+                co_await a.async_wait_lost(asio::use_awaitable);
+            } catch (boost::system::system_error const& e) {
+                wait_ec = e.code();
+            }
+            auto g2 = co_await b.async_acquire(asio::use_awaitable);
+            token = g2.fencing_token;
+        },
+        [&](std::exception_ptr e) {
+            finished = true;
+            failure = e;
+        });
+    sched.run_for(1s);
+    REQUIRE(finished);
+    CHECK_FALSE(failure);
+    CHECK(try_ec == errc::held_by_other);
+    CHECK(wait_ec == errc::not_held);
+    CHECK(token == 2);
+    CHECK(b.is_held());
+}
+
+TEST_CASE("handlers never run inside the initiating call") {
+    sim::scheduler sched(23);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 36));
+    sim_lease b(sched.get_executor(), store, options("b", 37));
+    bool returned = false;
+    int ran = 0;
+    auto grant_cb = [&](error_code, baton::lease_grant) { CHECK(returned); ++ran; };
+    auto plain_cb = [&](error_code) { CHECK(returned); ++ran; };
+    auto info_cb = [&](error_code, std::optional<baton::lease_info>) { CHECK(returned); ++ran; };
+
+    // Completions decided without any I/O.
+    b.async_release(plain_cb);
+    b.async_wait_lost(plain_cb);
+    a.async_acquire(grant_cb);
+    a.async_acquire(grant_cb); // operation_in_progress
+    a.async_inspect(info_cb);
+    a.async_inspect(info_cb); // operation_in_progress
+    returned = true;
+    CHECK(ran == 0);
+    sched.run_for(1ms);
+    CHECK(ran == 6);
+
+    // And on a lease already held, and when trying a held one.
+    returned = false;
+    a.async_acquire(grant_cb);
+    b.async_try_acquire(grant_cb);
+    a.async_wait_lost(plain_cb);
+    returned = true;
+    sched.run_for(1ms);
+    CHECK(ran == 8);
+    returned = false;
+    a.async_release(plain_cb); // also completes the waiter
+    returned = true;
+    sched.run_for(1ms);
+    CHECK(ran == 10);
+}
+
+// ---- destruction ------------------------------------------------------------------
+
+TEST_CASE("destroying a lease with an outstanding acquire completes it with operation_aborted") {
+    sim::scheduler sched(24);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 38));
+    acquire_now(sched, a);
+
+    SUBCASE("while waiting") {
+        acquired r;
+        {
+            sim_lease b(sched.get_executor(), store, options("b", 39));
+            b.async_acquire(on_acquired(r));
+            sched.run_for(3s);
+            REQUIRE_FALSE(r.ec.has_value());
+        }
+        CHECK_FALSE(r.ec.has_value()); // not inline, even from the destructor
+        sched.run_for(10s);
+        REQUIRE(r.ec.has_value());
+        CHECK(*r.ec == asio::error::operation_aborted);
+        CHECK(r.calls == 1);
+    }
+    SUBCASE("with a write in flight, and a lost-lease waiter") {
+        sim::fault_profile slow;
+        slow.min_latency = 100ms;
+        slow.max_latency = 200ms;
+        faulty_store net(store, sched.get_executor(), 80, slow);
+        acquired r;
+        completed w;
+        {
+            faulty_lease c(sched.get_executor(), net, options("c", 40));
+            c.async_acquire(on_acquired(r));
+            c.async_wait_lost(on_completed(w)); // not held: completes with not_held
+            sched.run_for(50ms);                // the create is still travelling
+            REQUIRE_FALSE(r.ec.has_value());
+        }
+        sched.run_for(10s); // the write's answer arrives after the object is gone
+        REQUIRE(r.ec.has_value());
+        CHECK(*r.ec == asio::error::operation_aborted);
+        CHECK(r.calls == 1);
+        REQUIRE(w.ec.has_value());
+        CHECK(*w.ec == errc::not_held);
+    }
+    SUBCASE("a held lease's waiters") {
+        completed w;
+        std::optional<sim_lease> d;
+        d.emplace(sched.get_executor(), store, options("d", 41));
+        release_now(sched, a);
+        acquire_now(sched, *d);
+        d->async_wait_lost(on_completed(w));
+        d.reset();
+        sched.run_for(1ms);
+        REQUIRE(w.ec.has_value());
+        CHECK(*w.ec == asio::error::operation_aborted);
+        CHECK_FALSE(stored_body(sched, store)->released); // abandoned, not released
+    }
+}
+
+// ---- foreign records --------------------------------------------------------------
+
+TEST_CASE("a key holding something else fails with foreign_record and explains why") {
+    sim::scheduler sched(25);
+    baton::memory_backend store(sched.get_executor());
+    std::string body;
+    std::string why;
+    SUBCASE("not JSON") {
+        body = "hello, world";
+        why = "not JSON";
+    }
+    SUBCASE("another format") {
+        body = R"({"baton":"lease/9","owner":"x"})";
+        why = "format tag";
+    }
+    bool written = false;
+    store.async_put("jobs/nightly", body, baton::precondition::none(), [&](error_code ec, baton::put_result) { written = !ec; });
+    sched.run_for(0ns);
+    REQUIRE(written);
+
+    sim_lease a(sched.get_executor(), store, options("a", 42));
+    acquired r;
+    a.async_acquire(on_acquired(r));
+    sched.run_for(5s);
+    REQUIRE(r.ec.has_value());
+    CHECK(*r.ec == errc::foreign_record);
+    CHECK(a.last_diagnostics().message.find(why) != std::string::npos);
+    CHECK(a.state() == lease_state::idle);
+    CHECK_FALSE(a.is_held());
+
+    std::optional<error_code> inspect_ec;
+    a.async_inspect([&](error_code ec, std::optional<baton::lease_info>) { inspect_ec = ec; });
+    sched.run_for(1ms);
+    REQUIRE(inspect_ec.has_value());
+    CHECK(*inspect_ec == errc::foreign_record);
+
+    // The record is left as it was.
+    store.async_get("jobs/nightly", [&](error_code, baton::get_result g) {
+        REQUIRE(g.found.has_value());
+        CHECK(g.found->body == body);
+    });
+    sched.run_for(1ms);
+}
+
+}
