@@ -147,7 +147,9 @@ private:
                                                                        std::optional<lease_info>{}));
             return;
         }
-        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        // Wrap first: wrapping installs the wrapper's own hook in the slot, so ours must come after.
+        w->h.emplace(std::move(handler));
+        auto slot = boost::asio::get_associated_cancellation_slot(*w->h);
         if (slot.is_connected()) {
             std::weak_ptr<watch_state> weak = w;
             slot.assign([weak](boost::asio::cancellation_type) {
@@ -156,7 +158,6 @@ private:
             });
         }
         w->slot = slot;
-        w->h.emplace(std::move(handler));
         poll(std::move(known), ++w->gen);
     }
 

@@ -15,8 +15,37 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace baton {
+
+namespace detail {
+// Well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
+inline bool valid_utf8(std::string_view s) noexcept {
+    std::size_t i = 0;
+    auto const n = s.size();
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    while (i < n) {
+        unsigned char c = byte(i);
+        if (c < 0x80) { ++i; continue; }
+        std::size_t len;
+        std::uint32_t cp;
+        if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
+        else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
+        else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
+        else return false;
+        if (i + len > n) return false;
+        for (std::size_t k = 1; k < len; ++k) {
+            if ((byte(i + k) & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (byte(i + k) & 0x3F);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)) return false;
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += len;
+    }
+    return true;
+}
+} // namespace detail
 
 /** Settings of one lease. Data, not behaviour: defaults follow DESIGN §5.
 
@@ -26,7 +55,8 @@ namespace baton {
     - renew interval < renew deadline < `ttl` (a renewal is tried before the deadline, and the deadline comes before expiry);
     - `max_clock_rate_skew` ≥ 1;
     - 0 < `poll_interval` ≤ `ttl`;
-    - `value` and `owner` are at most 16 KiB each.
+    - `owner` (at most 1 KiB) and `value` (at most 8 KiB) are valid UTF-8, so
+      that the record, escaped, always stays readable (under 64 KiB).
 */
 struct lease_options {
     /// The record that is the lease, e.g. `jobs/nightly-report`.
@@ -85,8 +115,11 @@ struct lease_options {
         if (poll_interval.count() <= 0) throw config_error("lease_options: poll_interval must be positive");
         if (poll_interval > ttl)
             throw config_error("lease_options: poll_interval (" + ms(poll_interval) + ") must not exceed ttl (" + ms(ttl) + ")");
-        if (value.size() > 16 * 1024) throw config_error("lease_options: value must be at most 16 KiB");
-        if (owner.size() > 16 * 1024) throw config_error("lease_options: owner must be at most 16 KiB");
+        if (value.size() > 8 * 1024) throw config_error("lease_options: value must be at most 8 KiB");
+        if (owner.size() > 1024) throw config_error("lease_options: owner must be at most 1 KiB");
+        // Both travel in a JSON record that every contender must be able to read back.
+        if (!detail::valid_utf8(owner)) throw config_error("lease_options: owner must be valid UTF-8");
+        if (!detail::valid_utf8(value)) throw config_error("lease_options: value must be valid UTF-8");
     }
 };
 

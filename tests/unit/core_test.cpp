@@ -145,13 +145,33 @@ TEST_CASE("key, owner and value sizes are bounded") {
     o.key.assign(1024, 'k');
     CHECK_NOTHROW(o.validate());
 
-    o.value.assign(16 * 1024 + 1, 'v');
-    CHECK(contains(config_error_of([&] { o.validate(); }), "value must be at most 16 KiB"));
-    o.value.assign(16 * 1024, 'v');
+    o.value.assign(8 * 1024 + 1, 'v');
+    CHECK(contains(config_error_of([&] { o.validate(); }), "value must be at most 8 KiB"));
+    o.value.assign(8 * 1024, 'v');
     CHECK_NOTHROW(o.validate());
 
-    o.owner.assign(16 * 1024 + 1, 'o');
-    CHECK(contains(config_error_of([&] { o.validate(); }), "owner must be at most 16 KiB"));
+    o.owner.assign(1024 + 1, 'o');
+    CHECK(contains(config_error_of([&] { o.validate(); }), "owner must be at most 1 KiB"));
+    o.owner = "host-\xc3\xa9"; // é: fine
+    CHECK_NOTHROW(o.validate());
+    o.owner = "host-\xc3"; // truncated sequence: every contender would fail to read the record
+    CHECK(contains(config_error_of([&] { o.validate(); }), "owner must be valid UTF-8"));
+    o.owner = "ok";
+    o.value = "\xed\xa0\x80"; // a UTF-16 surrogate
+    CHECK(contains(config_error_of([&] { o.validate(); }), "value must be valid UTF-8"));
+}
+
+TEST_CASE("the largest valid owner and value, escaped, still make a readable record") {
+    baton::detail::lease_body b;
+    b.owner.assign(1024, '\x01'); // escapes to \u0001: six bytes each
+    b.value.assign(8 * 1024, '\x01');
+    b.nonce = "0123456789abcdef0123456789abcdef";
+    b.token = ~std::uint64_t(0);
+    b.ttl = std::chrono::hours(24);
+    baton::detail::lease_body back;
+    baton::diagnostics d;
+    CHECK_FALSE(baton::detail::decode_lease_body(baton::detail::encode_lease_body(b), back, d));
+    CHECK(back.value == b.value);
 }
 
 TEST_CASE("a lease constructor validates its options") {

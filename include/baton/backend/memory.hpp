@@ -168,9 +168,9 @@ private:
             return {};
         }
 
-        error_code put(std::string const& key, std::string body, precondition const& pc, put_result& r) {
+        error_code put(std::string const& key, std::string body, precondition const& pc, put_result& r, bool counted = true) {
             std::lock_guard lock(mutex);
-            ++counts.puts;
+            if (counted) ++counts.puts;
             if (auto ec = check_key(key, r.diag)) return ec;
             if (body.size() > params.max_body_bytes) {
                 r.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds the store's limit of " +
@@ -179,7 +179,7 @@ private:
             }
             auto it = records.find(key);
             if (!holds(it, pc)) {
-                ++counts.refused;
+                if (counted) ++counts.refused;
                 if (it != records.end()) r.current = record{key, it->second.body, it->second.version};
                 return errc::precondition_failed;
             }
@@ -193,13 +193,13 @@ private:
             return {};
         }
 
-        error_code erase(std::string const& key, precondition const& pc, diagnostics& diag) {
+        error_code erase(std::string const& key, precondition const& pc, diagnostics& diag, bool counted = true) {
             std::lock_guard lock(mutex);
-            ++counts.erases;
+            if (counted) ++counts.erases;
             if (auto ec = check_key(key, diag)) return ec;
             auto it = records.find(key);
             if (!holds(it, pc)) {
-                ++counts.refused;
+                if (counted) ++counts.refused;
                 return it == records.end() && pc.which() == precondition::kind::matches
                            ? error_code(errc::not_found)
                            : error_code(errc::precondition_failed);
@@ -231,24 +231,24 @@ private:
                 std::lock_guard lock(mutex);
                 ++counts.probes;
             }
-            // The same checks a remote store gets, run on a scratch key.
+            // The same checks a remote store gets, run on a scratch key (not counted as requests).
             capabilities c;
             std::string const key = "baton-probe/" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
             put_result first, second, stale, fresh;
-            put(key, "probe-1", precondition::absent(), first);
-            c.conditional_create = put(key, "probe-2", precondition::absent(), second) == errc::precondition_failed;
+            put(key, "probe-1", precondition::absent(), first, false);
+            c.conditional_create = put(key, "probe-2", precondition::absent(), second, false) == errc::precondition_failed;
             c.findings.push_back(std::string("put if absent on an existing key: ") +
                                  (c.conditional_create ? "refused (honoured)" : "accepted (ignored)"));
-            error_code fresh_ec = put(key, "probe-3", precondition::matches(first.version), fresh);
+            error_code fresh_ec = put(key, "probe-3", precondition::matches(first.version), fresh, false);
             c.conditional_replace =
-                !fresh_ec && put(key, "probe-4", precondition::matches(first.version), stale) == errc::precondition_failed;
+                !fresh_ec && put(key, "probe-4", precondition::matches(first.version), stale, false) == errc::precondition_failed;
             c.findings.push_back(std::string("put if matching a stale version: ") +
                                  (c.conditional_replace ? "refused (honoured)" : "accepted (ignored)"));
             diagnostics ignored;
-            c.conditional_erase = erase(key, precondition::matches(first.version), ignored) == errc::precondition_failed;
+            c.conditional_erase = erase(key, precondition::matches(first.version), ignored, false) == errc::precondition_failed;
             c.findings.push_back(std::string("erase if matching a stale version: ") +
                                  (c.conditional_erase ? "refused (honoured)" : "accepted (ignored)"));
-            erase(key, precondition::none(), ignored);
+            erase(key, precondition::none(), ignored, false);
             return c;
         }
 

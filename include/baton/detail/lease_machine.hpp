@@ -173,6 +173,9 @@ public:
 
     lease_action renew_on_wait(own_time now) {
         if (state_ != lease_state::held) return lease_action::none();
+        // Resumed after a pause past the deadline: the lease is gone; writing
+        // now would only disturb the contenders' observation.
+        if (now >= deadline()) return lose();
         if (next_after_wait_ == read_next) return lease_action::read();
         return renew_write(now);
     }

@@ -1,0 +1,180 @@
+// Election and run_while_held, on virtual time (deterministic, no real waiting).
+
+#include <baton/baton.hpp>
+#include <baton/sim.hpp>
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <optional>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using vclock = baton::sim::virtual_clock;
+using sim_store = baton::sim::faulty_backend<baton::memory_backend>;
+using sim_election = baton::basic_election<baton::memory_backend, baton::sim::manual_clock>;
+using faulty_lease = baton::basic_lease<sim_store, baton::sim::manual_clock>;
+using vtimer = asio::basic_waitable_timer<vclock, asio::wait_traits<vclock>, asio::any_io_executor>;
+
+baton::lease_options options(std::string owner, std::uint64_t seed) {
+    baton::lease_options o;
+    o.key = "services/api/leader";
+    o.owner = std::move(owner);
+    o.value = o.owner + ".internal:8080";
+    o.random_seed = seed;
+    return o;
+}
+
+std::optional<double> seconds(std::optional<vclock::time_point> t) {
+    if (!t) return std::nullopt;
+    return std::chrono::duration<double>(t->time_since_epoch()).count();
+}
+
+} // namespace
+
+TEST_SUITE("election") {
+
+TEST_CASE("the first candidate leads; observers see its value; resigning hands over within one poll") {
+    baton::sim::scheduler sched(1);
+    baton::memory_backend store(sched.get_executor());
+    sim_election a(sched.get_executor(), store, options("a", 1), {}, {}, baton::sim::manual_clock{});
+    sim_election b(sched.get_executor(), store, options("b", 2), {}, {}, baton::sim::manual_clock{});
+
+    std::optional<std::uint64_t> a_term, b_term;
+    std::optional<vclock::time_point> b_elected;
+    a.async_campaign([&](baton::error_code ec, baton::lease_grant g) {
+        REQUIRE_FALSE(ec);
+        a_term = g.fencing_token;
+    });
+    sched.run_for(100ms);
+    b.async_campaign([&](baton::error_code ec, baton::lease_grant g) {
+        REQUIRE_FALSE(ec);
+        b_term = g.fencing_token;
+        b_elected = vclock::now();
+    });
+    std::optional<baton::lease_info> seen;
+    b.async_leader([&](baton::error_code ec, std::optional<baton::lease_info> l) {
+        REQUIRE_FALSE(ec);
+        seen = l;
+    });
+    sched.run_for(10s);
+    CHECK(a_term == 1u);
+    CHECK(a.is_leader());
+    CHECK_FALSE(b.is_leader());
+    REQUIRE(seen);
+    CHECK(seen->value == "a.internal:8080");
+    CHECK(seen->owner.rfind("a#", 0) == 0);
+    CHECK(seen->fencing_token == 1u);
+
+    std::optional<baton::lease_info> changed;
+    b.async_wait_for_change(seen, [&](baton::error_code ec, std::optional<baton::lease_info> l) {
+        CHECK_FALSE(ec);
+        changed = l;
+    });
+    auto const resigned_at = vclock::now();
+    a.async_resign([](baton::error_code ec) { CHECK_FALSE(ec); });
+    sched.run_for(5s);
+    REQUIRE(b_term);
+    CHECK(*b_term == 2u);
+    REQUIRE(b_elected);
+    CHECK(*b_elected - resigned_at <= 1s + 50ms); // one poll interval, plus the write
+    REQUIRE(changed.has_value());
+    CHECK_FALSE(a.is_leader());
+    CHECK(b.is_leader());
+}
+
+TEST_CASE("wait_for_change can be cancelled and leaves leadership alone") {
+    baton::sim::scheduler sched(2);
+    baton::memory_backend store(sched.get_executor());
+    asio::cancellation_signal sig; // outlives the election, which may hold its slot
+    sim_election a(sched.get_executor(), store, options("a", 1), {}, {}, baton::sim::manual_clock{});
+    a.async_campaign([](baton::error_code, baton::lease_grant) {});
+    sched.run_for(1s);
+    std::optional<baton::error_code> result;
+    a.async_wait_for_change(std::nullopt, asio::bind_cancellation_slot(sig.slot(), [&](baton::error_code ec, auto) {
+        result = ec;
+    }));
+    sched.run_for(1s);
+    // The leader exists, so "nobody" -> "a" is already a change.
+    REQUIRE(result);
+    CHECK_FALSE(*result);
+    std::optional<baton::lease_info> current;
+    a.async_leader([&](baton::error_code, std::optional<baton::lease_info> l) { current = l; });
+    sched.run_for(1s);
+    result.reset();
+    a.async_wait_for_change(current, asio::bind_cancellation_slot(sig.slot(), [&](baton::error_code ec, auto) {
+        result = ec;
+    }));
+    sched.run_for(3s);
+    CHECK_FALSE(result); // still waiting: renewals do not change the leader
+    sig.emit(asio::cancellation_type::terminal);
+    sched.run_for(1s);
+    REQUIRE(result);
+    CHECK(*result == asio::error::operation_aborted);
+    CHECK(a.is_leader());
+}
+
+TEST_CASE("run_while_held: work that finishes is followed by a release") {
+    baton::sim::scheduler sched(3);
+    baton::memory_backend store(sched.get_executor());
+    baton::basic_lease<baton::memory_backend, baton::sim::manual_clock> lease(
+        sched.get_executor(), store, options("w", 3), {}, {}, baton::sim::manual_clock{});
+    std::optional<baton::error_code> outcome;
+    std::uint64_t token = 0;
+    asio::co_spawn(
+        sched.get_executor(),
+        [&]() -> asio::awaitable<void> {
+            outcome = co_await baton::run_while_held(lease, [&](baton::lease_grant g) -> asio::awaitable<void> {
+                token = g.fencing_token;
+                vtimer t(co_await asio::this_coro::executor);
+                t.expires_at(baton::sim::manual_clock{}.timer_expiry(30s)); // outlives several renewals
+                co_await t.async_wait(asio::use_awaitable);
+            });
+        },
+        asio::detached);
+    sched.run_for(40s);
+    REQUIRE(outcome);
+    CHECK_FALSE(*outcome);
+    CHECK(token == 1u);
+    CHECK(lease.state() == baton::lease_state::released);
+}
+
+TEST_CASE("run_while_held: losing the lease cancels the work at the renew deadline") {
+    baton::sim::scheduler sched(4);
+    baton::memory_backend memory(sched.get_executor());
+    sim_store store(memory, sched.get_executor(), 4, baton::sim::fault_profile::none());
+    faulty_lease lease(sched.get_executor(), store, options("w", 4), {}, {}, baton::sim::manual_clock{});
+    std::optional<baton::error_code> outcome;
+    std::optional<vclock::time_point> cancelled_at;
+    asio::co_spawn(
+        sched.get_executor(),
+        [&]() -> asio::awaitable<void> {
+            outcome = co_await baton::run_while_held(lease, [&](baton::lease_grant) -> asio::awaitable<void> {
+                // From now on every request of this holder is lost: renewals fail.
+                store.profile().drop_request = 1.0;
+                vtimer t(co_await asio::this_coro::executor);
+                t.expires_at(baton::sim::manual_clock{}.timer_expiry(60s));
+                try {
+                    co_await t.async_wait(asio::use_awaitable);
+                } catch (boost::system::system_error const&) {
+                    cancelled_at = vclock::now();
+                    throw;
+                }
+            });
+        },
+        asio::detached);
+    sched.run_for(2min);
+    REQUIRE(outcome);
+    CHECK(*outcome == baton::errc::lease_lost);
+    REQUIRE(cancelled_at);
+    // Cancelled at the renew deadline (2/3 of the 20 s ttl after the acquiring write was sent), not at expiry.
+    CHECK(seconds(cancelled_at).value() == doctest::Approx(13.34).epsilon(0.01));
+}
+
+}
