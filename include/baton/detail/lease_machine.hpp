@@ -403,10 +403,12 @@ private:
         return lease_action::wait(poll_delay());
     }
 
-    lease_action renew_write(own_time now) {
+    // Rewrites our own record (same token, fresh nonce) under its current version.
+    lease_action rewrite_own(own_time now, bool released) {
         inflight_ = attempt_record{hex(rng_()) + hex(rng_()), held_.token, now};
-        return lease_action::write(body(held_.token, inflight_.nonce, false), precondition::matches(held_.version));
+        return lease_action::write(body(held_.token, inflight_.nonce, released), precondition::matches(held_.version));
     }
+    lease_action renew_write(own_time now) { return rewrite_own(now, false); }
 
     // Renewals never give up before the deadline: the policy spaces attempts
     // within a round; between rounds, a quarter renew interval.
@@ -427,10 +429,7 @@ private:
         return lease_action::done(errc::lease_lost);
     }
 
-    lease_action release_write(own_time now) {
-        inflight_ = attempt_record{hex(rng_()) + hex(rng_()), held_.token, now};
-        return lease_action::write(body(held_.token, inflight_.nonce, true), precondition::matches(held_.version));
-    }
+    lease_action release_write(own_time now) { return rewrite_own(now, true); }
 
     lease_action backoff_release(error_code ec, after_wait next) {
         ++attempt_;
