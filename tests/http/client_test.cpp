@@ -1,0 +1,838 @@
+// baton::http::client against real TCP and TLS peers: servers that each test starts in this
+// process on 127.0.0.1 (ephemeral ports), on the same io_context as the client. Every wait is
+// bounded (run_one_for against a deadline); nothing sleeps.
+#include <baton/http/client.hpp>
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace net = boost::asio;
+namespace bhttp = boost::beast::http;
+namespace bh = baton::http;
+using tcp = net::ip::tcp;
+using baton::errc;
+using baton::error_code;
+using namespace std::chrono_literals;
+
+namespace {
+
+// ---- a scripted HTTP server ---------------------------------------------------
+
+using server_request = bhttp::request<bhttp::string_body>;
+using server_response = bhttp::response<bhttp::string_body>;
+
+struct reply {
+    enum kind_t {
+        respond,        // write `msg`; close afterwards when it says Connection: close
+        respond_close,  // write `msg` (whatever it says), then close
+        raw_then_close, // write `raw` bytes, then close
+        hang,           // never answer; wait for the client to close
+        close_now,      // close without answering
+    } kind = respond;
+    server_response msg;
+    std::string raw;
+};
+
+reply ok(std::string body = "ok", bool keep_alive = true) {
+    reply r;
+    r.msg.result(bhttp::status::ok);
+    r.msg.version(11);
+    r.msg.keep_alive(keep_alive);
+    r.msg.body() = std::move(body);
+    r.msg.prepare_payload();
+    return r;
+}
+
+reply with_kind(reply::kind_t k) {
+    reply r;
+    r.kind = k;
+    return r;
+}
+
+struct server_state {
+    explicit server_state(net::io_context& ioc) : acceptor(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {}
+    tcp::acceptor acceptor;
+    std::function<reply(server_request const&, int conn)> behave;
+    net::ssl::context* tls = nullptr;
+    int accepted = 0, open_now = 0, max_open = 0, requests = 0, peer_closed = 0, handshake_failures = 0;
+    std::vector<server_request> seen;
+};
+
+template <class Stream>
+net::awaitable<void> exchange(std::shared_ptr<server_state> st, Stream& s, int conn) {
+    boost::beast::flat_buffer buf;
+    for (;;) {
+        server_request req;
+        auto [ec, n] = co_await bhttp::async_read(s, buf, req, net::as_tuple(net::use_awaitable));
+        if (ec) {
+            ++st->peer_closed;
+            co_return;
+        }
+        ++st->requests;
+        st->seen.push_back(req);
+        reply r = st->behave(req, conn);
+        switch (r.kind) {
+        case reply::respond:
+        case reply::respond_close: {
+            auto [wec, wn] = co_await bhttp::async_write(s, r.msg, net::as_tuple(net::use_awaitable));
+            if (wec || r.kind == reply::respond_close || !r.msg.keep_alive()) co_return;
+            break;
+        }
+        case reply::raw_then_close: co_await net::async_write(s, net::buffer(r.raw), net::as_tuple(net::use_awaitable)); co_return;
+        case reply::hang: {
+            char c = 0;
+            co_await s.async_read_some(net::buffer(&c, 1), net::as_tuple(net::use_awaitable));
+            ++st->peer_closed;
+            co_return;
+        }
+        case reply::close_now: co_return;
+        }
+    }
+}
+
+net::awaitable<void> serve(std::shared_ptr<server_state> st, tcp::socket sock, int conn) {
+    ++st->open_now;
+    st->max_open = std::max(st->max_open, st->open_now);
+    if (st->tls != nullptr) {
+        net::ssl::stream<tcp::socket> s(std::move(sock), *st->tls);
+        auto [ec] = co_await s.async_handshake(net::ssl::stream_base::server, net::as_tuple(net::use_awaitable));
+        if (ec)
+            ++st->handshake_failures;
+        else
+            co_await exchange(st, s, conn);
+    } else {
+        co_await exchange(st, sock, conn);
+    }
+    --st->open_now;
+}
+
+net::awaitable<void> accept_loop(std::shared_ptr<server_state> st) {
+    for (int conn = 0;; ++conn) {
+        auto [ec, sock] = co_await st->acceptor.async_accept(net::as_tuple(net::use_awaitable));
+        if (ec) co_return;
+        ++st->accepted;
+        net::co_spawn(st->acceptor.get_executor(), serve(st, std::move(sock), conn), net::detached);
+    }
+}
+
+class test_server {
+public:
+    test_server(net::io_context& ioc, std::function<reply(server_request const&, int)> behave,
+                net::ssl::context* tls = nullptr)
+        : st_(std::make_shared<server_state>(ioc)) {
+        st_->behave = std::move(behave);
+        st_->tls = tls;
+        net::co_spawn(ioc, accept_loop(st_), net::detached);
+    }
+    ~test_server() {
+        error_code ignored;
+        st_->acceptor.close(ignored);
+    }
+    test_server(test_server const&) = delete;
+    test_server& operator=(test_server const&) = delete;
+
+    std::uint16_t port() const { return st_->acceptor.local_endpoint().port(); }
+    bh::endpoint ep(bh::scheme s = bh::scheme::http, std::string host = "127.0.0.1") const {
+        return bh::endpoint{s, std::move(host), port()};
+    }
+    server_state const& stats() const { return *st_; }
+
+private:
+    std::shared_ptr<server_state> st_;
+};
+
+// ---- bounded running -------------------------------------------------------------
+
+template <class Pred>
+bool run_until(net::io_context& ioc, Pred done, std::chrono::steady_clock::duration limit = 10s) {
+    auto const end = std::chrono::steady_clock::now() + limit;
+    if (ioc.stopped()) ioc.restart();
+    while (!done()) {
+        auto const now = std::chrono::steady_clock::now();
+        if (now >= end) return false;
+        ioc.run_one_for(end - now);
+        if (ioc.stopped()) return done();
+    }
+    return true;
+}
+
+struct outcome {
+    error_code ec;
+    bh::response res;
+    bh::request_info info;
+    bool done = false;
+};
+
+bh::request get(std::string target = "/") {
+    bh::request r{bhttp::verb::get, target, 11};
+    return r;
+}
+
+// Starts a request; the outcome fills in when its handler runs.
+std::shared_ptr<outcome> start(bh::client& c, bh::endpoint const& ep, bh::request req = get(),
+                               bh::request_options ro = {}) {
+    auto o = std::make_shared<outcome>();
+    c.async_request(ep, std::move(req), ro, o->info, [o](error_code ec, bh::response res) {
+        o->ec = ec;
+        o->res = std::move(res);
+        o->done = true;
+    });
+    CHECK_FALSE(o->done); // never inline
+    return o;
+}
+
+outcome fetch(net::io_context& ioc, bh::client& c, bh::endpoint const& ep, bh::request req = get(),
+              bh::request_options ro = {}) {
+    auto o = start(c, ep, std::move(req), ro);
+    REQUIRE(run_until(ioc, [&] { return o->done; }));
+    return *o;
+}
+
+bool contains(std::string const& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+std::string http_date(std::chrono::system_clock::time_point tp) {
+    std::time_t const t = std::chrono::system_clock::to_time_t(tp);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    return buf;
+}
+
+// ---- a throw-away PKI, made with OpenSSL's C API -------------------------------------
+
+struct key_and_cert {
+    std::string cert_pem, key_pem;
+};
+
+struct test_pki {
+    std::filesystem::path dir;
+    std::filesystem::path ca_file;
+    key_and_cert localhost;  // SAN: DNS:localhost, IP:127.0.0.1
+    key_and_cert wrong_name; // SAN: DNS:example.test
+
+    ~test_pki() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+};
+
+void add_ext(X509* cert, X509V3_CTX* ctx, int nid, char const* value) {
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, ctx, nid, value);
+    REQUIRE(ext != nullptr);
+    REQUIRE(X509_add_ext(cert, ext, -1) == 1);
+    X509_EXTENSION_free(ext);
+}
+
+X509* make_cert(EVP_PKEY* key, char const* cn, X509* issuer, EVP_PKEY* issuer_key, char const* san, long serial) {
+    X509* x = X509_new();
+    REQUIRE(x != nullptr);
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), serial);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 24 * 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME* name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<unsigned char const*>(cn), -1, -1, 0);
+    X509_set_issuer_name(x, issuer != nullptr ? X509_get_subject_name(issuer) : name);
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, issuer != nullptr ? issuer : x, x, nullptr, nullptr, 0);
+    bool const ca = issuer == nullptr;
+    add_ext(x, &ctx, NID_basic_constraints, ca ? "critical,CA:TRUE" : "critical,CA:FALSE");
+    add_ext(x, &ctx, NID_key_usage, ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature");
+    add_ext(x, &ctx, NID_subject_key_identifier, "hash");
+    if (!ca) {
+        add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always");
+        add_ext(x, &ctx, NID_ext_key_usage, "serverAuth");
+        add_ext(x, &ctx, NID_subject_alt_name, san);
+    }
+    REQUIRE(X509_sign(x, issuer_key != nullptr ? issuer_key : key, EVP_sha256()) > 0);
+    return x;
+}
+
+std::string pem_of(X509* x) {
+    BIO* b = BIO_new(BIO_s_mem());
+    PEM_write_bio_X509(b, x);
+    char* data = nullptr;
+    long n = BIO_get_mem_data(b, &data);
+    std::string out(data, static_cast<std::size_t>(n));
+    BIO_free(b);
+    return out;
+}
+
+std::string pem_of(EVP_PKEY* k) {
+    BIO* b = BIO_new(BIO_s_mem());
+    PEM_write_bio_PrivateKey(b, k, nullptr, nullptr, 0, nullptr, nullptr);
+    char* data = nullptr;
+    long n = BIO_get_mem_data(b, &data);
+    std::string out(data, static_cast<std::size_t>(n));
+    BIO_free(b);
+    return out;
+}
+
+test_pki const& pki() {
+    static test_pki const p = [] {
+        test_pki out;
+        std::random_device rd;
+        out.dir = std::filesystem::temp_directory_path() /
+                  ("baton-http-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+        std::filesystem::create_directories(out.dir);
+        EVP_PKEY* ca_key = EVP_EC_gen("P-256");
+        EVP_PKEY* leaf_key = EVP_EC_gen("P-256");
+        EVP_PKEY* other_key = EVP_EC_gen("P-256");
+        REQUIRE(ca_key != nullptr);
+        REQUIRE(leaf_key != nullptr);
+        REQUIRE(other_key != nullptr);
+        X509* ca = make_cert(ca_key, "baton test CA", nullptr, nullptr, nullptr, 1);
+        X509* leaf = make_cert(leaf_key, "localhost", ca, ca_key, "DNS:localhost,IP:127.0.0.1", 2);
+        X509* other = make_cert(other_key, "example.test", ca, ca_key, "DNS:example.test", 3);
+        out.ca_file = out.dir / "ca.pem";
+        std::ofstream(out.ca_file) << pem_of(ca);
+        out.localhost = {pem_of(leaf), pem_of(leaf_key)};
+        out.wrong_name = {pem_of(other), pem_of(other_key)};
+        X509_free(ca);
+        X509_free(leaf);
+        X509_free(other);
+        EVP_PKEY_free(ca_key);
+        EVP_PKEY_free(leaf_key);
+        EVP_PKEY_free(other_key);
+        return out;
+    }();
+    return p;
+}
+
+std::unique_ptr<net::ssl::context> server_tls(key_and_cert const& kc) {
+    auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    ctx->use_certificate_chain(net::buffer(kc.cert_pem));
+    ctx->use_private_key(net::buffer(kc.key_pem), net::ssl::context::pem);
+    return ctx;
+}
+
+} // namespace
+
+TEST_SUITE("http.client") {
+
+TEST_CASE("endpoints parse from URLs and refuse what would be silently ignored") {
+    auto e = bh::parse_endpoint("http://127.0.0.1:8000");
+    REQUIRE(e.has_value());
+    CHECK(e->scheme == bh::scheme::http);
+    CHECK(e->host == "127.0.0.1");
+    CHECK(e->port == 8000);
+    CHECK(e->host_header() == "127.0.0.1:8000");
+
+    e = bh::parse_endpoint("HTTPS://S3.EU-West-1.AmazonAWS.com/");
+    REQUIRE(e.has_value());
+    CHECK(e->is_tls());
+    CHECK(e->host == "s3.eu-west-1.amazonaws.com");
+    CHECK(e->port == 443);
+    CHECK(e->host_header() == "s3.eu-west-1.amazonaws.com");
+    CHECK(e->origin() == "https://s3.eu-west-1.amazonaws.com:443");
+
+    e = bh::parse_endpoint("http://[::1]:9000");
+    REQUIRE(e.has_value());
+    CHECK(e->host == "::1");
+    CHECK(e->host_header() == "[::1]:9000");
+    CHECK(bh::endpoint::from_url("http://localhost") == bh::endpoint{bh::scheme::http, "localhost", 80});
+
+    struct bad {
+        char const* url;
+        char const* says;
+    };
+    for (auto const& b : {
+             bad{"localhost:8000", "needs a scheme"},
+             bad{"127.0.0.1", "needs a scheme"},
+             bad{"ftp://example.com", "unsupported scheme 'ftp'"},
+             bad{"http://", "no host"},
+             bad{"http://host:0", "port"},
+             bad{"http://host:65536", "port"},
+             bad{"http://host:80x", "after the host"},
+             bad{"http://AKIDEXAMPLE:s3cr3t@host", "user information"},
+             bad{"http://host/bucket", "must not have a path"},
+             bad{"http://host/?x=1", "query"},
+             bad{"http://host/#frag", "fragment"},
+             bad{"http://ho st", "URI"},
+         }) {
+        INFO(std::string(b.url));
+        baton::diagnostics d;
+        INFO(d.message);
+        auto r = bh::parse_endpoint(b.url, d);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error() == errc::invalid_argument);
+        CHECK(contains(d.message, b.says));
+        CHECK_FALSE(contains(d.message, "s3cr3t"));
+    }
+    CHECK_THROWS_AS(bh::endpoint::from_url("nope"), baton::config_error);
+}
+
+TEST_CASE("IMF-fixdate parsing") {
+    using namespace std::chrono;
+    auto t = bh::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT");
+    REQUIRE(t);
+    CHECK(*t == sys_days{1994y / November / 6} + 8h + 49min + 37s);
+    CHECK(bh::parse_http_date(http_date(sys_days{2026y / February / 28} + 23h + 59min + 59s)) ==
+          sys_days{2026y / February / 28} + 23h + 59min + 59s);
+    CHECK_FALSE(bh::parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT")); // RFC 850: not accepted
+    CHECK_FALSE(bh::parse_http_date("Sun Nov  6 08:49:37 1994"));       // asctime: not accepted
+    CHECK_FALSE(bh::parse_http_date("Sun, 31 Nov 1994 08:49:37 GMT"));  // no such day
+    CHECK_FALSE(bh::parse_http_date("Sun, 06 Nov 1994 24:49:37 GMT"));
+    CHECK_FALSE(bh::parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"));
+    CHECK_FALSE(bh::parse_http_date("Xyz, 06 Nov 1994 08:49:37 GMT"));
+    CHECK_FALSE(bh::parse_http_date(""));
+}
+
+TEST_CASE("options are validated") {
+    net::io_context ioc;
+    bh::client_options o;
+    o.max_connections_per_endpoint = 0;
+    CHECK_THROWS_AS(bh::client(ioc.get_executor(), o), baton::config_error);
+    o = {};
+    o.attempt_timeout = 0ms;
+    CHECK_THROWS_AS(bh::client(ioc.get_executor(), o), baton::config_error);
+    o = {};
+    o.ca_file = "/nonexistent/baton/ca.pem";
+    CHECK_THROWS_WITH_AS(bh::client(ioc.get_executor(), o), doctest::Contains("client_options::ca_file"),
+                         baton::config_error);
+}
+
+TEST_CASE("keep-alive: sequential requests reuse one connection") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) { return ok("hello " + std::string(r.target())); });
+    bh::client c(ioc.get_executor());
+    for (int i = 0; i < 5; ++i) {
+        auto o = fetch(ioc, c, srv.ep(), get("/n" + std::to_string(i)));
+        REQUIRE_FALSE(o.ec);
+        CHECK(o.res.result() == bhttp::status::ok);
+        CHECK(o.res.body() == "hello /n" + std::to_string(i));
+        CHECK(o.info.request_sent);
+        CHECK(o.info.response_received);
+        CHECK_FALSE(o.info.outcome_unknown());
+        CHECK(o.info.diag.http_status == 200);
+        CHECK(o.info.reused_connection == (i > 0));
+    }
+    CHECK(srv.stats().accepted == 1);
+    CHECK(c.connections_opened() == 1);
+    CHECK(c.idle_connections() == 1);
+    // Host is filled in from the endpoint.
+    CHECK(srv.stats().seen.at(0)[bhttp::field::host] == "127.0.0.1:" + std::to_string(srv.port()));
+}
+
+TEST_CASE("a PUT gets Content-Length, and HEAD responses are read without a body") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) {
+        if (r.method() == bhttp::verb::head) {
+            reply h = ok("");
+            h.msg.content_length(12345); // a HEAD response announces the body it does not send
+            return h;
+        }
+        return ok("stored " + std::to_string(r.body().size()));
+    });
+    bh::client c(ioc.get_executor());
+    bh::request put{bhttp::verb::put, "/key", 11};
+    put.body() = "payload";
+    auto o = fetch(ioc, c, srv.ep(), put);
+    REQUIRE_FALSE(o.ec);
+    CHECK(o.res.body() == "stored 7");
+    CHECK(srv.stats().seen.at(0)[bhttp::field::content_length] == "7");
+    o = fetch(ioc, c, srv.ep(), bh::request{bhttp::verb::head, "/key", 11});
+    REQUIRE_FALSE(o.ec);
+    CHECK(o.res.body().empty());
+    o = fetch(ioc, c, srv.ep());
+    REQUIRE_FALSE(o.ec);
+    CHECK(srv.stats().accepted == 1);
+}
+
+TEST_CASE("Connection: close is honoured from either side") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const&, int) { return ok("bye", false); });
+    bh::client c(ioc.get_executor());
+    for (int i = 0; i < 3; ++i) {
+        auto o = fetch(ioc, c, srv.ep());
+        REQUIRE_FALSE(o.ec);
+        CHECK(o.res.body() == "bye");
+        CHECK_FALSE(o.info.reused_connection);
+    }
+    CHECK(srv.stats().accepted == 3);
+    CHECK(c.idle_connections() == 0);
+
+    test_server srv2(ioc, [](server_request const&, int) { return ok(); });
+    for (int i = 0; i < 2; ++i) {
+        auto req = get();
+        req.keep_alive(false);
+        auto o = fetch(ioc, c, srv2.ep(), req);
+        REQUIRE_FALSE(o.ec);
+    }
+    CHECK(srv2.stats().accepted == 2);
+    CHECK(c.idle_connections() == 0);
+}
+
+TEST_CASE("an idle connection the server closed is not reused, and nothing is sent on it") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const&, int) {
+        reply r = ok("once"); // says keep-alive, then closes anyway
+        r.kind = reply::respond_close;
+        return r;
+    });
+    bh::client c(ioc.get_executor());
+    auto o = fetch(ioc, c, srv.ep());
+    REQUIRE_FALSE(o.ec);
+    CHECK(c.idle_connections() == 1);
+    REQUIRE(run_until(ioc, [&] { return srv.stats().open_now == 0; })); // the server's close has landed
+    o = fetch(ioc, c, srv.ep());
+    REQUIRE_FALSE(o.ec);
+    CHECK_FALSE(o.info.reused_connection);
+    CHECK(srv.stats().accepted == 2);
+    CHECK(srv.stats().requests == 2);
+}
+
+TEST_CASE("idle connections older than idle_timeout are retired") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const&, int) { return ok(); });
+    bh::client_options opts;
+    opts.idle_timeout = 0ms; // every idle connection has expired by the next request
+    bh::client c(ioc.get_executor(), opts);
+    for (int i = 0; i < 3; ++i) REQUIRE_FALSE(fetch(ioc, c, srv.ep()).ec);
+    CHECK(srv.stats().accepted == 3);
+    c.close_idle();
+    CHECK(c.idle_connections() == 0);
+}
+
+TEST_CASE("the pool cap queues requests beyond it, FIFO, and they reuse the capped connections") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) { return ok(std::string(r.target())); });
+    bh::client_options opts;
+    opts.max_connections_per_endpoint = 2;
+    bh::client c(ioc.get_executor(), opts);
+    std::vector<std::shared_ptr<outcome>> os;
+    for (int i = 0; i < 7; ++i) os.push_back(start(c, srv.ep(), get("/" + std::to_string(i))));
+    REQUIRE(run_until(ioc, [&] { return std::all_of(os.begin(), os.end(), [](auto& o) { return o->done; }); }));
+    int reused = 0;
+    for (int i = 0; i < 7; ++i) {
+        REQUIRE_FALSE(os[i]->ec);
+        CHECK(os[i]->res.body() == "/" + std::to_string(i));
+        reused += os[i]->info.reused_connection ? 1 : 0;
+    }
+    CHECK(reused == 5);
+    CHECK(srv.stats().accepted == 2);
+    CHECK(srv.stats().max_open == 2);
+    CHECK(c.idle_connections() == 2);
+}
+
+TEST_CASE("a request queued at the cap times out unsent, and a queued request can be cancelled") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const&, int) { return with_kind(reply::hang); });
+    bh::client_options opts;
+    opts.max_connections_per_endpoint = 1;
+    bh::client c(ioc.get_executor(), opts);
+    auto holder = start(c, srv.ep(), get(), bh::request_options{5000ms});
+    REQUIRE(run_until(ioc, [&] { return srv.stats().requests == 1; }));
+
+    auto queued = start(c, srv.ep(), get(), bh::request_options{150ms});
+    REQUIRE(run_until(ioc, [&] { return queued->done; }));
+    CHECK(queued->ec == errc::timeout);
+    CHECK(baton::is_retryable(queued->ec));
+    CHECK_FALSE(queued->info.request_sent);
+    CHECK_FALSE(queued->info.outcome_unknown());
+    CHECK(contains(queued->info.diag.message, "max_connections_per_endpoint"));
+    CHECK(contains(queued->info.diag.message, "not sent"));
+
+    net::cancellation_signal sig;
+    auto cancelled = std::make_shared<outcome>();
+    c.async_request(srv.ep(), get(), cancelled->info,
+                    net::bind_cancellation_slot(sig.slot(), [cancelled](error_code ec, bh::response) {
+                        cancelled->ec = ec;
+                        cancelled->done = true;
+                    }));
+    ioc.poll();
+    CHECK_FALSE(cancelled->done);
+    sig.emit(net::cancellation_type::terminal);
+    REQUIRE(run_until(ioc, [&] { return cancelled->done; }));
+    CHECK(cancelled->ec == net::error::operation_aborted);
+    CHECK_FALSE(cancelled->info.request_sent);
+    CHECK_FALSE(holder->done);
+    CHECK(srv.stats().accepted == 1);
+}
+
+TEST_CASE("an oversized response body or header is invalid_response naming the limit") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) {
+        if (r.target() == "/big-body") return ok(std::string(4096, 'x'));
+        if (r.target() == "/big-header") {
+            reply h = ok();
+            h.msg.set("x-padding", std::string(2000, 'p'));
+            return h;
+        }
+        return ok(std::string(1024, 'y'));
+    });
+    bh::client_options opts;
+    opts.max_response_body_bytes = 1024;
+    opts.max_response_header_bytes = 1024;
+    bh::client c(ioc.get_executor(), opts);
+
+    auto o = fetch(ioc, c, srv.ep(), get("/big-body"));
+    CHECK(o.ec == errc::invalid_response);
+    CHECK(contains(o.info.diag.message, "max_response_body_bytes (1024 bytes)"));
+    CHECK(o.info.diag.http_status == 200);
+    CHECK(o.info.request_sent);
+    CHECK_FALSE(baton::is_retryable(o.ec));
+
+    o = fetch(ioc, c, srv.ep(), get("/big-header"));
+    CHECK(o.ec == errc::invalid_response);
+    CHECK(contains(o.info.diag.message, "max_response_header_bytes (1024 bytes)"));
+
+    o = fetch(ioc, c, srv.ep(), get("/exactly-at-the-limit"));
+    REQUIRE_FALSE(o.ec);
+    CHECK(o.res.body().size() == 1024);
+    CHECK(srv.stats().accepted == 3); // a failed exchange never returns its connection to the pool
+}
+
+TEST_CASE("a truncated or malformed response is an error; a close before any byte is eof with the outcome unknown") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) {
+        reply x;
+        x.kind = reply::raw_then_close;
+        if (r.target() == "/truncated")
+            x.raw = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part of it";
+        else if (r.target() == "/garbage")
+            x.raw = "HTTP/1.1 abc\r\n\r\n";
+        else
+            x.kind = reply::close_now;
+        return x;
+    });
+    bh::client c(ioc.get_executor());
+
+    auto o = fetch(ioc, c, srv.ep(), get("/truncated"));
+    CHECK(o.ec == errc::invalid_response);
+    CHECK(contains(o.info.diag.message, "truncated"));
+    CHECK(o.info.diag.http_status == 200);
+    CHECK(o.info.request_sent);
+    CHECK(o.info.outcome_unknown());
+
+    o = fetch(ioc, c, srv.ep(), get("/garbage"));
+    CHECK(o.ec == errc::invalid_response);
+    CHECK(contains(o.info.diag.message, "malformed"));
+
+    o = fetch(ioc, c, srv.ep(), get("/close"));
+    CHECK(o.ec == net::error::eof);
+    CHECK(baton::is_retryable(o.ec));
+    CHECK(o.info.request_sent);
+    CHECK(o.info.outcome_unknown());
+    CHECK(contains(o.info.diag.message, "before any response"));
+    CHECK(contains(o.info.diag.message, "outcome is unknown"));
+}
+
+TEST_CASE("connection refused is a retryable error and nothing was sent") {
+    net::io_context ioc;
+    std::uint16_t port = 0;
+    {
+        tcp::acceptor a(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+        port = a.local_endpoint().port();
+    }
+    bh::client c(ioc.get_executor());
+    auto o = fetch(ioc, c, bh::endpoint{bh::scheme::http, "127.0.0.1", port});
+    CHECK(o.ec == net::error::connection_refused);
+    CHECK(baton::is_retryable(o.ec));
+    CHECK_FALSE(o.info.request_sent);
+    CHECK_FALSE(o.info.outcome_unknown());
+    CHECK(contains(o.info.diag.message, "cannot connect to http://127.0.0.1:" + std::to_string(port)));
+    CHECK(c.connections_opened() == 0);
+
+    // Through the resolver too.
+    o = fetch(ioc, c, bh::endpoint{bh::scheme::http, "localhost", port});
+    CHECK(baton::is_retryable(o.ec));
+    CHECK_FALSE(o.info.request_sent);
+}
+
+TEST_CASE("an unanswered request times out with the request-sent fact, and its connection is closed") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const&, int) { return with_kind(reply::hang); });
+    bh::client_options opts;
+    opts.attempt_timeout = 200ms;
+    bh::client c(ioc.get_executor(), opts);
+    auto const t0 = std::chrono::steady_clock::now();
+    auto o = fetch(ioc, c, srv.ep());
+    auto const took = std::chrono::steady_clock::now() - t0;
+    CHECK(o.ec == errc::timeout);
+    CHECK(baton::is_retryable(o.ec));
+    CHECK(o.info.request_sent);
+    CHECK_FALSE(o.info.response_received);
+    CHECK(o.info.outcome_unknown());
+    CHECK(contains(o.info.diag.message, "outcome is unknown"));
+    CHECK(contains(o.info.diag.message, "attempt timeout, 200 ms"));
+    CHECK(took >= 190ms);
+    CHECK(took < 5s);
+    REQUIRE(run_until(ioc, [&] { return srv.stats().peer_closed == 1; }));
+    CHECK(c.idle_connections() == 0);
+}
+
+TEST_CASE("cancellation closes the connection in use and completes with operation_aborted") {
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) {
+        return r.target() == "/hang" ? with_kind(reply::hang) : ok();
+    });
+    bh::client c(ioc.get_executor());
+    REQUIRE_FALSE(fetch(ioc, c, srv.ep()).ec); // one idle connection to reuse
+
+    net::cancellation_signal sig;
+    auto o = std::make_shared<outcome>();
+    c.async_request(srv.ep(), get("/hang"), o->info,
+                    net::bind_cancellation_slot(sig.slot(), [o](error_code ec, bh::response) {
+                        o->ec = ec;
+                        o->done = true;
+                    }));
+    REQUIRE(run_until(ioc, [&] { return srv.stats().requests == 2; }));
+    sig.emit(net::cancellation_type::terminal);
+    REQUIRE(run_until(ioc, [&] { return o->done; }));
+    CHECK(o->ec == net::error::operation_aborted);
+    CHECK(o->info.request_sent);
+    CHECK(o->info.outcome_unknown());
+    CHECK(o->info.reused_connection);
+    REQUIRE(run_until(ioc, [&] { return srv.stats().peer_closed == 1; }));
+    CHECK(c.idle_connections() == 0);
+
+    auto next = fetch(ioc, c, srv.ep());
+    REQUIRE_FALSE(next.ec);
+    CHECK_FALSE(next.info.reused_connection);
+    CHECK(srv.stats().accepted == 2);
+}
+
+TEST_CASE("an invalid endpoint fails through the handler, never inline") {
+    net::io_context ioc;
+    bh::client c(ioc.get_executor());
+    auto o = fetch(ioc, c, bh::endpoint{bh::scheme::http, "", 80});
+    CHECK(o.ec == errc::invalid_argument);
+    o = fetch(ioc, c, bh::endpoint{bh::scheme::http, "127.0.0.1", 1}, get(), bh::request_options{0ms});
+    CHECK(o.ec == errc::invalid_argument);
+}
+
+TEST_CASE("the Date header gives a clock-skew estimate") {
+    net::io_context ioc;
+    auto offset = std::chrono::system_clock::duration(1h);
+    test_server srv(ioc, [&](server_request const&, int) {
+        reply r = ok();
+        r.msg.set(bhttp::field::date, http_date(std::chrono::system_clock::now() + offset));
+        return r;
+    });
+    bh::client c(ioc.get_executor());
+    CHECK_FALSE(c.has_skew_estimate());
+    CHECK(c.skew_estimate() == std::chrono::system_clock::duration::zero());
+    REQUIRE_FALSE(fetch(ioc, c, srv.ep()).ec);
+    REQUIRE(c.has_skew_estimate());
+    CHECK(c.skew_estimate() > 1h - 2s);
+    CHECK(c.skew_estimate() < 1h + 2s);
+
+    offset = -std::chrono::system_clock::duration(20min);
+    bh::client copy = c; // copies share the estimate
+    REQUIRE_FALSE(fetch(ioc, copy, srv.ep()).ec);
+    CHECK(c.skew_estimate() > -20min - 2s);
+    CHECK(c.skew_estimate() < -20min + 2s);
+
+    offset = {};
+    REQUIRE_FALSE(fetch(ioc, c, srv.ep()).ec);
+    CHECK(c.skew_estimate() > -2s);
+    CHECK(c.skew_estimate() < 2s);
+}
+
+TEST_CASE("TLS: a server signed by a trusted CA works, by IP and by name, with keep-alive") {
+    net::io_context ioc;
+    auto tls = server_tls(pki().localhost);
+    test_server srv(ioc, [](server_request const&, int) { return ok("secret"); }, tls.get());
+    bh::client_options opts;
+    opts.ca_file = pki().ca_file.string();
+    bh::client c(ioc.get_executor(), opts);
+    for (int i = 0; i < 3; ++i) {
+        auto o = fetch(ioc, c, srv.ep(bh::scheme::https));
+        REQUIRE_FALSE(o.ec);
+        CHECK(o.res.body() == "secret");
+    }
+    CHECK(srv.stats().accepted == 1);
+    auto o = fetch(ioc, c, srv.ep(bh::scheme::https, "localhost"));
+    REQUIRE_FALSE(o.ec);
+    CHECK(srv.stats().handshake_failures == 0);
+    CHECK(c.warnings().empty());
+}
+
+TEST_CASE("TLS: a certificate the system store does not trust is refused, clearly") {
+    net::io_context ioc;
+    auto tls = server_tls(pki().localhost);
+    test_server srv(ioc, [](server_request const&, int) { return ok(); }, tls.get());
+    bh::client c(ioc.get_executor()); // default: system trust store
+    auto o = fetch(ioc, c, srv.ep(bh::scheme::https));
+    REQUIRE(o.ec);
+    CHECK(o.ec.category() == net::error::get_ssl_category());
+    CHECK_FALSE(baton::is_retryable(o.ec));
+    CHECK_FALSE(o.info.request_sent);
+    CHECK(contains(o.info.diag.message, "TLS certificate verification failed: "));
+    CHECK(contains(o.info.diag.message, "local issuer"));
+    CHECK(srv.stats().requests == 0);
+}
+
+TEST_CASE("TLS: a certificate for another name is refused, by IP and by name") {
+    net::io_context ioc;
+    auto tls = server_tls(pki().wrong_name);
+    test_server srv(ioc, [](server_request const&, int) { return ok(); }, tls.get());
+    bh::client_options opts;
+    opts.ca_file = pki().ca_file.string();
+    bh::client c(ioc.get_executor(), opts);
+
+    auto o = fetch(ioc, c, srv.ep(bh::scheme::https));
+    REQUIRE(o.ec);
+    CHECK(o.ec.category() == net::error::get_ssl_category());
+    CHECK(contains(o.info.diag.message, "TLS certificate verification failed: IP address mismatch"));
+
+    o = fetch(ioc, c, srv.ep(bh::scheme::https, "localhost"));
+    REQUIRE(o.ec);
+    CHECK(contains(o.info.diag.message, "TLS certificate verification failed: hostname mismatch"));
+    CHECK(srv.stats().requests == 0);
+}
+
+TEST_CASE("TLS: insecure_skip_verify connects anyway and says so, once") {
+    net::io_context ioc;
+    auto tls = server_tls(pki().wrong_name);
+    test_server srv(ioc, [](server_request const&, int) { return ok("unverified"); }, tls.get());
+    std::vector<std::string> sunk;
+    bh::client_options opts;
+    opts.insecure_skip_verify = true;
+    opts.warning_sink = [&](std::string_view w) { sunk.emplace_back(w); };
+    bh::client c(ioc.get_executor(), opts);
+    for (int i = 0; i < 2; ++i) {
+        auto o = fetch(ioc, c, srv.ep(bh::scheme::https));
+        REQUIRE_FALSE(o.ec);
+        CHECK(o.res.body() == "unverified");
+    }
+    REQUIRE(c.warnings().size() == 1);
+    CHECK(contains(c.warnings()[0], "insecure_skip_verify"));
+    CHECK(contains(c.warnings()[0], "verification is disabled"));
+    CHECK(sunk == c.warnings());
+}
+
+}
