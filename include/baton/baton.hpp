@@ -7,11 +7,13 @@
     docs and examples use.
 */
 
+#include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
 #include <baton/backend/memory.hpp>
 #include <baton/clock.hpp>
 #include <baton/election.hpp>
 #include <baton/error.hpp>
+#include <baton/http/client.hpp>
 #include <baton/lease.hpp>
 #include <baton/lease_options.hpp>
 #include <baton/retry.hpp>
