@@ -31,6 +31,7 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <list>
 #include <memory>
 #include <optional>
@@ -435,10 +436,23 @@ private:
         }
 
         // ---- renew ---------------------------------------------------------
+        // The renew deadline is enforced by whichever timer is armed: a renew
+        // wait never runs past it, and while a request is in flight the
+        // deadline timer is armed (and disarmed when the request returns).
+        // One timer firing per renewal instead of two: with thousands of
+        // leases, each firing costs the reactor a syscall.
         void start_renewal() {
-            arm_deadline();
             ++renew_gen;
             step_renew(m.renew_schedule(now()));
+        }
+
+        bool lose_if_past_deadline() {
+            if (now() < m.deadline()) return false;
+            m.on_deadline(now());
+            if (m.state() != lease_state::lost) return false;
+            stop_renewal();
+            notify_waiters(errc::lease_lost);
+            return true;
         }
 
         void arm_deadline() {
@@ -450,7 +464,7 @@ private:
                 if (self->m.state() == lease_state::lost) {
                     self->stop_renewal();
                     self->notify_waiters(errc::lease_lost);
-                } else if (self->m.state() == lease_state::held) {
+                } else if (self->m.state() == lease_state::held && self->renew_io) {
                     self->arm_deadline(); // fired a hair early; the deadline has not passed by our clock
                 }
             }));
@@ -469,13 +483,15 @@ private:
             unsigned const gen = renew_gen;
             switch (a.what) {
             case t::wait:
-                renew_timer.expires_at(clock.timer_expiry(a.delay));
+                renew_timer.expires_at(clock.timer_expiry(std::min(a.delay, m.deadline() - now())));
                 renew_timer.async_wait(bound([self, gen](error_code ec) {
                     if (self->closed || ec || gen != self->renew_gen) return;
+                    if (self->lose_if_past_deadline()) return;
                     self->step_renew(self->m.renew_on_wait(self->now()));
                 }));
                 return;
             case t::write:
+                arm_deadline();
                 renew_io = true;
                 backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
                                   bound([self, gen](error_code ec, put_result r) {
@@ -486,6 +502,7 @@ private:
                                   }));
                 return;
             case t::read:
+                arm_deadline();
                 renew_io = true;
                 backend.async_get(m.options().key, bound([self, gen](error_code ec, get_result r) {
                     self->renew_io = false;
@@ -504,6 +521,8 @@ private:
         }
 
         void after_renew_io(unsigned gen, detail::lease_action next) {
+            ++deadline_gen; // disarm: the renew wait (or the next request) enforces the deadline now
+            deadline_timer.cancel();
             if (release_after_renew) {
                 release_after_renew = false;
                 return begin_release();

@@ -51,7 +51,7 @@ public:
     /// Called after each instant's work has run, with that instant: where invariants are checked.
     void on_step(std::function<void(virtual_clock::time_point)> f) { step_ = std::move(f); }
 
-    /// Runs until virtual time `until` (inclusive of work at `until`) or until nothing is left to do.
+    /// Runs until virtual time `until`, inclusive of work due then; time reaches `until` even if nothing is left to do.
     void run_until(virtual_clock::time_point until) {
         for (;;) {
             drain();
@@ -59,10 +59,10 @@ public:
             ++steps_;
             auto next = virtual_clock::next_deadline();
             if (next == virtual_clock::time_point::max()) {
-                if (ioc_.stopped()) return; // no work left at all
-                next = virtual_clock::now() + idle_step;
+                // Nothing scheduled: time still passes (a frozen participant's clock runs on).
+                next = ioc_.stopped() ? until : virtual_clock::now() + idle_step;
             }
-            if (next > until) {
+            if (next >= until) {
                 virtual_clock::advance_to(until);
                 drain();
                 if (step_) step_(virtual_clock::now());
