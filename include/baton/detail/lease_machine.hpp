@@ -304,12 +304,23 @@ private:
         return s;
     }
 
+    // 128 random bits as 32 hex digits, written in place.
+    std::string new_nonce() {
+        static constexpr char digits[] = "0123456789abcdef";
+        std::string s(32, '0');
+        for (int half = 0; half < 2; ++half) {
+            std::uint64_t v = rng_();
+            for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(half * 16 + i)] = digits[v & 15];
+        }
+        return s;
+    }
+
     std::string body(std::uint64_t token, std::string const& nonce, bool released) const {
-        return encode_lease_body(lease_body{instance_, opts_.value, nonce, token, released, ttl_});
+        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl_);
     }
 
     lease_action claim(own_time now, std::uint64_t token, precondition pc) {
-        inflight_ = attempt_record{hex(rng_()) + hex(rng_()), token, now};
+        inflight_ = attempt_record{new_nonce(), token, now};
         return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
     }
 
@@ -405,7 +416,7 @@ private:
 
     // Rewrites our own record (same token, fresh nonce) under its current version.
     lease_action rewrite_own(own_time now, bool released) {
-        inflight_ = attempt_record{hex(rng_()) + hex(rng_()), held_.token, now};
+        inflight_ = attempt_record{new_nonce(), held_.token, now};
         return lease_action::write(body(held_.token, inflight_.nonce, released), precondition::matches(held_.version));
     }
     lease_action renew_write(own_time now) { return rewrite_own(now, false); }

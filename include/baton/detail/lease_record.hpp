@@ -16,6 +16,7 @@
 #include <boost/json/value.hpp>
 #include <boost/json/monotonic_resource.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -39,43 +40,54 @@ inline constexpr std::chrono::milliseconds max_declared_ttl{std::chrono::hours(2
 
 inline void append_json_string(std::string& out, std::string_view s) {
     out += '"';
-    for (unsigned char c : s) {
+    std::size_t run = 0; // start of the pending run of characters that need no escaping
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        auto const c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        out.append(s.data() + run, i - run);
+        run = i + 1;
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
         case '\n': out += "\\n"; break;
         case '\r': out += "\\r"; break;
         case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20) {
-                static constexpr char hex[] = "0123456789abcdef";
-                out += "\\u00";
-                out += hex[c >> 4];
-                out += hex[c & 15];
-            } else {
-                out += static_cast<char>(c);
-            }
+        default: {
+            static constexpr char hex[] = "0123456789abcdef";
+            char const esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            out.append(esc, 6);
+        }
         }
     }
+    out.append(s.data() + run, s.size() - run);
     out += '"';
 }
 
-inline std::string encode_lease_body(lease_body const& b) {
+// Encodes straight from views: the renewal path copies no strings.
+inline std::string encode_lease_body(std::string_view owner, std::string_view value, std::string_view nonce,
+                                     std::uint64_t token, bool released, std::chrono::milliseconds ttl) {
     std::string out;
-    out.reserve(96 + b.owner.size() + b.value.size());
+    out.reserve(112 + owner.size() + value.size() + nonce.size());
     out += R"({"baton":"lease/1","owner":)";
-    append_json_string(out, b.owner);
+    append_json_string(out, owner);
     out += R"(,"token":)";
-    out += std::to_string(b.token);
+    char digits[24];
+    auto const tok = std::to_chars(digits, digits + sizeof digits, token);
+    out.append(digits, tok.ptr);
     out += R"(,"nonce":)";
-    append_json_string(out, b.nonce);
-    out += b.released ? R"(,"state":"released")" : R"(,"state":"held")";
+    append_json_string(out, nonce);
+    out += released ? R"(,"state":"released")" : R"(,"state":"held")";
     out += R"(,"ttl_ms":)";
-    out += std::to_string(b.ttl.count());
+    auto const t = std::to_chars(digits, digits + sizeof digits, ttl.count());
+    out.append(digits, t.ptr);
     out += R"(,"value":)";
-    append_json_string(out, b.value);
+    append_json_string(out, value);
     out += '}';
     return out;
+}
+
+inline std::string encode_lease_body(lease_body const& b) {
+    return encode_lease_body(b.owner, b.value, b.nonce, b.token, b.released, b.ttl);
 }
 
 // Strict: anything that is not a well-formed lease/1 record is refused with
