@@ -9,6 +9,7 @@
 
 #include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
+#include <baton/backend/file.hpp>
 #include <baton/backend/memory.hpp>
 #include <baton/clock.hpp>
 #include <baton/election.hpp>
@@ -27,6 +28,10 @@ namespace baton {
 using memory_lease = basic_lease<memory_backend>;
 /// Leader election on the in-process memory store.
 using memory_election = basic_election<memory_backend>;
+/// A lease on a local directory, shared by the processes of one host (the CLI's `file:///dir` store).
+using file_lease = basic_lease<file_backend>;
+/// Leader election among the processes of one host, on a local directory.
+using file_election = basic_election<file_backend>;
 
 } // namespace baton
 
