@@ -9,6 +9,7 @@
 
 #include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
+#include <baton/backend/dynamodb.hpp>
 #include <baton/backend/file.hpp>
 #include <baton/backend/memory.hpp>
 #include <baton/clock.hpp>
@@ -28,6 +29,10 @@ namespace baton {
 using memory_lease = basic_lease<memory_backend>;
 /// Leader election on the in-process memory store.
 using memory_election = basic_election<memory_backend>;
+/// A lease on a DynamoDB table (SigV4-signed requests).
+using dynamodb_lease = basic_lease<dynamodb_backend, steady_clock, standard_retry, aws::sigv4_signer>;
+/// Leader election on a DynamoDB table.
+using dynamodb_election = basic_election<dynamodb_backend, steady_clock, standard_retry, aws::sigv4_signer>;
 /// A lease on a local directory, shared by the processes of one host (the CLI's `file:///dir` store).
 using file_lease = basic_lease<file_backend>;
 /// Leader election among the processes of one host, on a local directory.

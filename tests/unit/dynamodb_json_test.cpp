@@ -1,9 +1,13 @@
 // The DynamoDB JSON codec of dynamodb_backend (detail/dynamodb_json.hpp): exact
 // request bodies, response parsing, and hostile responses (truncated at every
-// byte, wrong types, huge) that must give errors, never a crash.
+// byte, wrong types, huge) that must give errors, never a crash. Also the
+// backend's parameter checks, which need no server.
+#include <baton/backend/dynamodb.hpp>
 #include <baton/detail/dynamodb_json.hpp>
 
 #include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -519,6 +523,64 @@ TEST_CASE("malformed: random mutations of real responses") {
         INFO(s);
         parse_everything(s);
     }
+}
+
+} // TEST_SUITE
+
+TEST_SUITE("dynamodb.params") {
+
+TEST_CASE("dynamodb_backend_params: rules with clear messages, AWS endpoint by default") {
+    auto valid = [] {
+        baton::dynamodb_backend_params p;
+        p.region = "us-east-1";
+        p.table = "locks";
+        p.credentials.access_key_id = "AKID";
+        p.credentials.secret_access_key = "secret-never-printed";
+        return p;
+    };
+    CHECK_NOTHROW(valid().validate());
+    CHECK(valid().effective_endpoint() == "https://dynamodb.us-east-1.amazonaws.com");
+    auto cn = valid();
+    cn.region = "cn-north-1";
+    CHECK(cn.effective_endpoint() == "https://dynamodb.cn-north-1.amazonaws.com.cn");
+
+    struct row {
+        void (*edit)(baton::dynamodb_backend_params&);
+        std::string_view message;
+    };
+    row const rows[] = {
+        {[](auto& p) { p.region.clear(); }, "region must be set"},
+        {[](auto& p) { p.region = "US East"; }, "region may only contain"},
+        {[](auto& p) { p.table = "ab"; }, "table must be 3 to 255 characters"},
+        {[](auto& p) { p.table = "my table"; }, "table may only contain"},
+        {[](auto& p) { p.partition_key.clear(); }, "partition_key must be 1 to 255 bytes"},
+        {[](auto& p) { p.partition_key = "ver"; }, "partition_key must not be 'ver' or 'body'"},
+        {[](auto& p) { p.partition_key = "\xff"; }, "partition_key must be valid UTF-8"},
+        {[](auto& p) { p.endpoint = "127.0.0.1:8000"; }, "endpoint: invalid endpoint URL"},
+        {[](auto& p) { p.endpoint = "http://127.0.0.1:8000/path"; }, "must not have a path"},
+        {[](auto& p) { p.credentials.access_key_id.clear(); }, "credentials.access_key_id must be set"},
+        {[](auto& p) { p.credentials.secret_access_key.clear(); }, "credentials.secret_access_key must be set"},
+        {[](auto& p) { p.max_body_bytes = 0; }, "max_body_bytes must be 1 to 184320"},
+        {[](auto& p) { p.max_body_bytes = 400 * 1024; }, "max_body_bytes must be 1 to 184320"},
+        {[](auto& p) { p.table_wait_timeout = std::chrono::milliseconds(0); }, "table_wait_timeout must be positive"},
+        {[](auto& p) { p.max_scan_pages = 0; }, "max_scan_pages must be at least 1"},
+        {[](auto& p) { p.http.attempt_timeout = std::chrono::milliseconds(0); }, "attempt_timeout must be positive"},
+    };
+    boost::asio::io_context ioc;
+    for (auto const& r : rows) {
+        auto p = valid();
+        r.edit(p);
+        INFO(std::string(r.message));
+        std::string what;
+        try {
+            baton::dynamodb_backend b(ioc.get_executor(), p);
+        } catch (baton::config_error const& e) {
+            what = e.what();
+        }
+        CHECK(contains(what, r.message));
+        CHECK(!contains(what, "secret-never-printed"));
+    }
+    CHECK_NOTHROW(baton::dynamodb_backend(ioc.get_executor(), valid()));
 }
 
 } // TEST_SUITE
