@@ -871,6 +871,15 @@ TEST_CASE("a lease composes from the minimal policy exemplars") {
     CHECK(*got == errc::not_found);
     CHECK(lease.state() == baton::lease_state::idle);
 
+    // A waiting acquisition gives up too: a missing bucket or table is final,
+    // not a reason to poll forever.
+    got.reset();
+    ioc.restart();
+    lease.async_acquire([&](error_code ec, baton::lease_grant) { got = ec; });
+    ioc.run_for(std::chrono::seconds(5));
+    REQUIRE(got.has_value());
+    CHECK(*got == errc::not_found);
+
     // The Signer reaches a backend that has `use_signer`.
     signing_backend sb{{ioc.get_executor()}};
     baton::basic_lease<signing_backend, minimal_clock, minimal_retry, minimal_signer> signed_lease(

@@ -131,10 +131,12 @@ public:
             if (r.current) return consider(now, *r.current);
             return lease_action::read();
         }
-        if (ec == errc::not_found) { // matches on a key that is gone (S3 answers 404)
+        if (ec == errc::not_found && inflight_replaces_) {
+            // A replace found the key gone (S3 answers 404): create it instead.
             known_ = true;
             absent_ = true;
-            return retry_or_fail(ec, read_next);
+            released_ = false;
+            return claim(now, max_token_seen_ + 1, precondition::absent());
         }
         if (outcome_unknown(ec)) pending_ = inflight_;
         return retry_or_fail(ec, read_next);
@@ -321,6 +323,7 @@ private:
 
     lease_action claim(own_time now, std::uint64_t token, precondition pc) {
         inflight_ = attempt_record{new_nonce(), token, now};
+        inflight_replaces_ = pc.which() == precondition::kind::matches;
         return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
     }
 
@@ -402,7 +405,7 @@ private:
         next_after_wait_ = next;
         auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
         if (d.retry) return lease_action::wait(d.delay);
-        if (!is_retryable(ec) && ec != errc::not_found) {
+        if (!is_retryable(ec)) { // a missing bucket or table, auth, bad input: final
             state_ = lease_state::idle;
             return lease_action::done(ec);
         }
@@ -491,6 +494,7 @@ private:
     after_wait next_after_wait_ = read_next;
 
     attempt_record inflight_;
+    bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
     std::optional<attempt_record> pending_; // a write whose outcome is unknown
 
     // What this participant last knew of the record.
