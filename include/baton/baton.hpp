@@ -12,6 +12,7 @@
 #include <baton/backend/dynamodb.hpp>
 #include <baton/backend/file.hpp>
 #include <baton/backend/memory.hpp>
+#include <baton/backend/s3.hpp>
 #include <baton/clock.hpp>
 #include <baton/election.hpp>
 #include <baton/error.hpp>
@@ -37,6 +38,10 @@ using dynamodb_election = basic_election<dynamodb_backend, steady_clock, standar
 using file_lease = basic_lease<file_backend>;
 /// Leader election among the processes of one host, on a local directory.
 using file_election = basic_election<file_backend>;
+/// A lease on S3 or an S3-compatible store, signed with SigV4 (the store is probed before the first write).
+using s3_lease = basic_lease<s3_backend, steady_clock, standard_retry, aws::sigv4_signer>;
+/// Leader election on S3 or an S3-compatible store.
+using s3_election = basic_election<s3_backend, steady_clock, standard_retry, aws::sigv4_signer>;
 
 } // namespace baton
 

@@ -1,10 +1,14 @@
 // The S3 XML subset parser (baton/detail/s3_xml.hpp) on documents shaped like the ones S3 and
 // RGW send, and on malformed, truncated, hostile and random inputs: those must give
-// errc::invalid_response with a message, never a crash.
+// errc::invalid_response with a message, never a crash. Also the s3_backend_params rules.
+#include <baton/backend/s3.hpp>
 #include <baton/detail/s3_xml.hpp>
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -301,3 +305,76 @@ TEST_CASE("url_decode: form-style, strict percent escapes") {
 }
 
 } // TEST_SUITE s3_xml
+
+TEST_SUITE("s3_backend_params") {
+
+TEST_CASE("validate names the broken rule and never echoes the secret") {
+    auto good = [] {
+        baton::s3_backend_params p;
+        p.endpoint = "http://127.0.0.1:7480";
+        p.bucket = "baton-test";
+        p.credentials.access_key_id = "AKIDEXAMPLE";
+        p.credentials.secret_access_key = "sekrit-do-not-print";
+        return p;
+    };
+    CHECK_NOTHROW(good().validate());
+    auto fails = [](baton::s3_backend_params const& p, std::string_view words) {
+        try {
+            p.validate();
+            FAIL("accepted");
+        } catch (baton::config_error const& e) {
+            std::string const what = e.what();
+            CAPTURE(what);
+            CHECK(what.find("s3_backend_params") == 0);
+            CHECK(what.find(words) != std::string::npos);
+            CHECK(what.find("sekrit") == std::string::npos);
+        }
+    };
+    auto p = good();
+    p.bucket = "ab";
+    fails(p, "bucket must be 3 to 63");
+    p.bucket = "Upper";
+    fails(p, "lower-case");
+    p.bucket = "-dash";
+    fails(p, "start and end");
+    p = good();
+    p.region = "";
+    fails(p, "region");
+    p = good();
+    p.endpoint = "http://127.0.0.1:7480/bucket";
+    fails(p, "endpoint");
+    p = good();
+    p.credentials.access_key_id.clear();
+    fails(p, "access_key_id");
+    p = good();
+    p.credentials.secret_access_key.clear();
+    fails(p, "secret_access_key");
+    p = good();
+    p.key_prefix = std::string(1000, 'k');
+    fails(p, "key_prefix");
+    p = good();
+    p.max_body_bytes = p.http.max_response_body_bytes + 1;
+    fails(p, "max_body_bytes");
+    p = good();
+    p.http.attempt_timeout = std::chrono::milliseconds(0);
+    fails(p, "attempt_timeout");
+}
+
+TEST_CASE("addressing: path-style for custom endpoints, virtual-hosted for AWS unless the bucket has a dot") {
+    boost::asio::io_context ioc;
+    baton::s3_backend_params p;
+    p.bucket = "baton-test";
+    p.credentials.access_key_id = "AKIDEXAMPLE";
+    p.credentials.secret_access_key = "secret";
+    p.endpoint = "http://127.0.0.1:7480";
+    CHECK(baton::s3_backend(ioc.get_executor(), p).path_style());
+    p.endpoint.clear();
+    CHECK(!baton::s3_backend(ioc.get_executor(), p).path_style());
+    p.bucket = "baton.test";
+    CHECK(baton::s3_backend(ioc.get_executor(), p).path_style());
+    p.path_style = false;
+    CHECK(!baton::s3_backend(ioc.get_executor(), p).path_style());
+    static_assert(baton::record_store<baton::s3_backend>);
+}
+
+} // TEST_SUITE s3_backend_params
