@@ -4,7 +4,9 @@
 //   baton status --store URL --key K
 //   baton probe  --store URL
 //
-// Stores are URLs: file:///dir (the embedded default: a local directory).
+// Stores are URLs: file:///dir (the embedded default: a local directory) and
+// dynamodb://table (endpoint, region and credentials from --endpoint/--region
+// and the usual AWS_* environment variables).
 // The command gets BATON_FENCING_TOKEN and BATON_LEASE_KEY, is terminated when
 // the lease is lost (at the renew deadline, before the lease could expire),
 // and baton exits with its status; 75 (EX_TEMPFAIL) when the lease could not
@@ -53,7 +55,7 @@ char const* const usage_main =
     "  status   show who holds a lease\n"
     "  probe    show what a store honours (conditional writes)\n"
     "\n"
-    "stores are URLs: file:///path/to/dir\n"
+    "stores are URLs: file:///path/to/dir, dynamodb://table\n"
     "run 'baton <command> --help' for the options of each.\n";
 
 char const* const usage_run =
@@ -67,7 +69,9 @@ char const* const usage_run =
     "If baton itself is killed, COMMAND is killed with it.\n"
     "\n"
     "options:\n"
-    "  --store URL        where the lease lives (file:///dir)\n"
+    "  --store URL        where the lease lives (file:///dir, dynamodb://table)\n"
+    "  --endpoint URL     service endpoint (default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, or AWS)\n"
+    "  --region REGION    AWS region (default: AWS_REGION, AWS_DEFAULT_REGION)\n"
     "  --key KEY          the lease's name, e.g. jobs/nightly-report\n"
     "  --ttl DURATION     lease time to live (default 20s); renewed every ttl/3\n"
     "  --wait DURATION    give up after waiting this long (default: wait forever)\n"
@@ -130,9 +134,14 @@ store_url parse_store(std::string const& url) {
             die(exit_usage, "--store '" + url + "': a file URL needs an absolute path (file:///dir)");
         return u;
     }
-    if (u.scheme == "s3" || u.scheme == "dynamodb")
-        die(exit_usage, "--store '" + url + "': " + u.scheme + ":// stores are not available in this build yet; use file:///dir");
-    die(exit_usage, "--store '" + url + "': unknown scheme '" + u.scheme + "' (expected file://)");
+    if (u.scheme == "dynamodb") {
+        if (u.path.empty() || u.path.find('/') != std::string::npos)
+            die(exit_usage, "--store '" + url + "': expected dynamodb://TABLE");
+        return u;
+    }
+    if (u.scheme == "s3")
+        die(exit_usage, "--store '" + url + "': s3:// stores are not available in this build yet; use file:///dir or dynamodb://table");
+    die(exit_usage, "--store '" + url + "': unknown scheme '" + u.scheme + "' (expected file:// or dynamodb://)");
 }
 
 struct options {
@@ -144,6 +153,8 @@ struct options {
     std::optional<std::chrono::milliseconds> wait;
     bool no_wait = false;
     std::chrono::milliseconds grace = 5s;
+    std::string endpoint;
+    std::string region;
     std::vector<std::string> argv; // run: the command
 };
 
@@ -178,6 +189,8 @@ options parse_args(int argc, char** argv) {
             std::fputs(usage, stdout);
             std::exit(0);
         } else if (a == "--store") o.store = value("--store");
+        else if (a == "--endpoint") o.endpoint = value("--endpoint");
+        else if (a == "--region") o.region = value("--region");
         else if (a == "--key") o.key = value("--key");
         else if (a == "--owner" && o.command == "run") o.owner = value("--owner");
         else if (a == "--ttl" && o.command == "run") o.ttl = duration("--ttl");
@@ -342,7 +355,9 @@ int show_status(asio::io_context& ioc, Lease& lease, options const& o) {
     int code = exit_failure;
     lease.async_inspect([&](baton::error_code ec, std::optional<baton::lease_info> info) {
         if (ec) {
-            std::fprintf(stderr, "baton: cannot read lease '%s': %s\n", o.key.c_str(), ec.message().c_str());
+            auto const& d = lease.last_diagnostics();
+            std::fprintf(stderr, "baton: cannot read lease '%s': %s%s%s\n", o.key.c_str(), ec.message().c_str(),
+                         d.empty() ? "" : ": ", d.to_string().c_str());
             return;
         }
         code = 0;
@@ -380,7 +395,7 @@ int run_probe(asio::io_context& ioc, Backend& backend) {
     return code;
 }
 
-template <class Backend>
+template <class Lease, class Backend>
 int dispatch(asio::io_context& ioc, Backend backend, options const& o) {
     if (o.command == "probe") return run_probe(ioc, backend);
     baton::lease_options lo;
@@ -389,7 +404,7 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o) {
     lo.ttl = o.ttl;
     lo.poll_interval = std::min<std::chrono::milliseconds>(1000ms, std::max<std::chrono::milliseconds>(o.ttl / 10, 10ms));
     try {
-        baton::basic_lease<Backend> lease(ioc.get_executor(), std::move(backend), lo);
+        Lease lease(ioc.get_executor(), std::move(backend), lo);
         if (o.command == "status") return show_status(ioc, lease, o);
         return run_command(ioc, lease, o);
     } catch (baton::config_error const& e) {
@@ -404,9 +419,29 @@ int main(int argc, char** argv) {
     store_url const url = parse_store(o.store);
     asio::io_context ioc(1);
     try {
+        if (url.scheme == "dynamodb") {
+            auto env = [](char const* name) {
+                char const* v = std::getenv(name);
+                return std::string(v ? v : "");
+            };
+            baton::dynamodb_backend_params p;
+            p.table = url.path;
+            p.endpoint = !o.endpoint.empty() ? o.endpoint
+                         : !env("AWS_ENDPOINT_URL_DYNAMODB").empty() ? env("AWS_ENDPOINT_URL_DYNAMODB")
+                                                                       : env("AWS_ENDPOINT_URL");
+            p.region = !o.region.empty() ? o.region : !env("AWS_REGION").empty() ? env("AWS_REGION") : env("AWS_DEFAULT_REGION");
+            if (p.region.empty()) die(exit_usage, "no region: pass --region or set AWS_REGION");
+            p.credentials.access_key_id = env("AWS_ACCESS_KEY_ID");
+            p.credentials.secret_access_key = env("AWS_SECRET_ACCESS_KEY");
+            p.credentials.session_token = env("AWS_SESSION_TOKEN");
+            if (p.credentials.access_key_id.empty() || p.credentials.secret_access_key.empty())
+                die(exit_usage, "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                                "(profiles and instance roles are not supported by this build yet)");
+            return dispatch<baton::dynamodb_lease>(ioc, baton::dynamodb_backend(ioc.get_executor(), p), o);
+        }
         baton::file_backend_params p;
         p.root = url.path;
-        return dispatch(ioc, baton::file_backend(ioc.get_executor(), p), o);
+        return dispatch<baton::file_lease>(ioc, baton::file_backend(ioc.get_executor(), p), o);
     } catch (baton::config_error const& e) {
         die(exit_usage, e.what());
     } catch (std::exception const& e) {
