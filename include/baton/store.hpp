@@ -38,11 +38,14 @@
 #include <baton/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
 
 #include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace baton {
@@ -154,6 +157,13 @@ struct store_limits {
 };
 
 namespace detail {
+// How a backend that finishes its work in the initiating function completes:
+// never inline; the handler runs later, on its associated executor.
+template <class Executor, class Handler, class Result>
+void post_completion(Executor const& ex, Handler&& h, error_code ec, Result&& r) {
+    boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), ec, std::forward<Result>(r)));
+}
+
 // Handlers with exactly the signatures the concept names, for checking backends.
 template <class Sig>
 using archetype_handler = boost::asio::any_completion_handler<Sig>;

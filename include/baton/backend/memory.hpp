@@ -71,7 +71,7 @@ public:
             [st = state_, ex = ex_](auto handler, std::string key) {
                 get_result r;
                 error_code ec = st->get(key, r);
-                complete(ex, std::move(handler), ec, std::move(r));
+                detail::post_completion(ex, std::move(handler), ec, std::move(r));
             },
             token, std::move(key));
     }
@@ -83,7 +83,7 @@ public:
             [st = state_, ex = ex_](auto handler, std::string key, std::string body, precondition pc) {
                 put_result r;
                 error_code ec = st->put(key, std::move(body), pc, r);
-                complete(ex, std::move(handler), ec, std::move(r));
+                detail::post_completion(ex, std::move(handler), ec, std::move(r));
             },
             token, std::move(key), std::move(body), std::move(pc));
     }
@@ -95,7 +95,7 @@ public:
             [st = state_, ex = ex_](auto handler, std::string key, precondition pc) {
                 erase_result r;
                 error_code ec = st->erase(key, pc, r.diag);
-                complete(ex, std::move(handler), ec, std::move(r));
+                detail::post_completion(ex, std::move(handler), ec, std::move(r));
             },
             token, std::move(key), std::move(pc));
     }
@@ -107,7 +107,7 @@ public:
             [st = state_, ex = ex_](auto handler, std::string prefix, std::string after, std::size_t limit) {
                 list_page r;
                 error_code ec = st->list(prefix, after, limit, r);
-                complete(ex, std::move(handler), ec, std::move(r));
+                detail::post_completion(ex, std::move(handler), ec, std::move(r));
             },
             token, std::move(prefix), std::move(after), limit);
     }
@@ -118,7 +118,7 @@ public:
         return boost::asio::async_initiate<Token, void(error_code, capabilities)>(
             [st = state_, ex = ex_](auto handler) {
                 capabilities c = st->probe();
-                complete(ex, std::move(handler), error_code{}, std::move(c));
+                detail::post_completion(ex, std::move(handler), error_code{}, std::move(c));
             },
             token);
     }
@@ -263,12 +263,6 @@ private:
     };
 
     memory_backend(executor_type ex, std::shared_ptr<state> st) : ex_(std::move(ex)), state_(std::move(st)) {}
-
-    template <class Handler, class Result>
-    static void complete(executor_type const& ex, Handler&& h, error_code ec, Result&& r) {
-        // Never inline: the handler runs later, on its associated executor.
-        boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), ec, std::forward<Result>(r)));
-    }
 
     executor_type ex_;
     std::shared_ptr<state> state_;
