@@ -672,6 +672,36 @@ TEST_CASE("connection refused is a retryable error and nothing was sent") {
     CHECK_FALSE(o.info.request_sent);
 }
 
+TEST_CASE("a connect that gets no answer times out after connect_timeout, unsent") {
+    // A listener whose accept queue is full drops further SYNs (Linux, tcp_abort_on_overflow=0),
+    // so a connect to it hangs the way one to a black-holed address does, but on loopback.
+    net::io_context ioc;
+    tcp::acceptor full(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    full.listen(0);
+    auto const port = full.local_endpoint().port();
+    std::vector<tcp::socket> fillers;
+    for (int i = 0; i < 3; ++i) {
+        fillers.emplace_back(ioc);
+        fillers.back().async_connect(full.local_endpoint(), [](error_code) {});
+    }
+    bh::client_options opts;
+    opts.connect_timeout = 200ms;
+    opts.attempt_timeout = 5s;
+    bh::client c(ioc.get_executor(), opts);
+    auto const t0 = std::chrono::steady_clock::now();
+    auto o = fetch(ioc, c, bh::endpoint{bh::scheme::http, "127.0.0.1", port});
+    auto const took = std::chrono::steady_clock::now() - t0;
+    CHECK(o.ec == errc::timeout);
+    CHECK(baton::is_retryable(o.ec));
+    CHECK_FALSE(o.info.request_sent);
+    CHECK_FALSE(o.info.outcome_unknown());
+    CHECK(contains(o.info.diag.message, "connecting to http://127.0.0.1:" + std::to_string(port) + " timed out"));
+    CHECK(contains(o.info.diag.message, "connect_timeout, 200 ms"));
+    CHECK(took >= 190ms);
+    CHECK(took < 4s); // well before the 5 s attempt timeout
+    CHECK(c.connections_opened() == 0);
+}
+
 TEST_CASE("an unanswered request times out with the request-sent fact, and its connection is closed") {
     net::io_context ioc;
     test_server srv(ioc, [](server_request const&, int) { return with_kind(reply::hang); });
