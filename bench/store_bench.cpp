@@ -1,0 +1,946 @@
+// Benchmarks on real stores (issue 4 item 9; issue 3 item 7's keep-alive figure).
+// bench/run-store-bench.sh runs every figure next to the peer harnesses in
+// ../shared/peers on the same servers; this program measures baton's side.
+// Each run prints one JSON line with ops_per_s, p50_ms and p99_ms (the peers'
+// format) and figure-specific fields.
+//
+//   store_bench ddb-cycle    [--n 2000] [--warmup 50] [--max-seconds 30]
+//       N sequential acquire+release cycles of one baton::dynamodb_lease on one key.
+//   store_bench ddb-contend  [--procs 8] [--seconds 10] [--hold-ms 2] [--poll-ms 5] [--ttl-ms 20000]
+//       K OS processes, one lease each, loop acquire (waiting) -> hold -> release on one key.
+//       Counts store requests on the wire (every HTTP request is signed once: a counting
+//       signer) and at the record-store level (a counting adapter: failed conditional
+//       writes), checks that the [acquired, release called] intervals, taken on
+//       CLOCK_MONOTONIC in every process, never overlap, and reports per-process counts.
+//   store_bench s3-cycle     [--n 1000] [--warmup 50] [--max-seconds 30]
+//       The cycle figure with baton::s3_lease (BATON_S3_* : Ceph RGW).
+//   store_bench http-ddb     [--n 5000] [--op cycle-unsigned|put-unsigned|put-signed|get-signed]
+//                            [--client baton|beast-sync]
+//       Sequential requests over one keep-alive connection to dynalite. cycle-unsigned sends
+//       e_raw_floor.js's cycle (conditional PutItem + conditional DeleteItem): the wire floor
+//       of one acquire+release from C++, against which the lease's own cost shows.
+//   store_bench http-local   [--n 20000] [--client baton|beast-sync]
+//       The same against a trivial in-process Beast server on another thread (client overhead).
+//
+// Servers come from the environment that tests/servers/with-servers.sh exports
+// (BATON_DYNAMODB_*, BATON_S3_*). Every loop is bounded in count and time.
+
+#include <baton/baton.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+namespace asio = boost::asio;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using baton::errc;
+using baton::error_code;
+using clock_type = std::chrono::steady_clock; // CLOCK_MONOTONIC on Linux, like the peers' process.hrtime
+using namespace std::chrono_literals;
+
+[[noreturn]] void die(std::string const& why) {
+    std::fprintf(stderr, "store_bench: %s\n", why.c_str());
+    std::exit(1);
+}
+
+// ---- arguments and environment -------------------------------------------------------
+
+struct args {
+    std::map<std::string, std::string> kv;
+
+    args(int argc, char** argv, int first) {
+        for (int i = first; i < argc; ++i) {
+            std::string a = argv[i];
+            if (!a.starts_with("--")) die("unexpected argument '" + a + "' (options are --name value)");
+            if (i + 1 >= argc) die("option " + a + " needs a value");
+            kv[a.substr(2)] = argv[++i];
+        }
+    }
+    std::string str(std::string const& k, std::string def) const {
+        auto it = kv.find(k);
+        return it == kv.end() ? def : it->second;
+    }
+    long long num(std::string const& k, long long def) const {
+        auto it = kv.find(k);
+        if (it == kv.end()) return def;
+        char* end = nullptr;
+        long long v = std::strtoll(it->second.c_str(), &end, 10);
+        if (!end || *end) die("--" + k + " must be an integer");
+        return v;
+    }
+};
+
+std::string env(char const* name) {
+    char const* v = std::getenv(name);
+    return v ? v : "";
+}
+
+std::string need_env(char const* name) {
+    auto v = env(name);
+    if (v.empty()) die(std::string(name) + " is not set: run under tests/servers/with-servers.sh (see bench/README.md)");
+    return v;
+}
+
+std::string random_suffix() {
+    std::random_device rd;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%d-%08x", static_cast<int>(::getpid()), rd());
+    return buf;
+}
+
+double ms_since(clock_type::time_point t) { return std::chrono::duration<double, std::milli>(clock_type::now() - t).count(); }
+
+std::int64_t mono_ns(clock_type::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// CPU time (user + system) of the calling thread: the client's own cost, which the
+// other tenants of a shared machine disturb far less than wall-clock rates.
+double thread_cpu_seconds() {
+    rusage ru{};
+    ::getrusage(RUSAGE_THREAD, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// Nearest-rank percentile, as lib/common.js computes it.
+double pct(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    auto idx = static_cast<long>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) - 1;
+    idx = std::clamp<long>(idx, 0, static_cast<long>(v.size()) - 1);
+    return v[static_cast<std::size_t>(idx)];
+}
+
+// Runs the io_context until `done` or the time limit.
+template <class Pred>
+bool run_until(asio::io_context& ioc, Pred done, std::chrono::milliseconds limit) {
+    auto const end = clock_type::now() + limit;
+    while (!done()) {
+        if (clock_type::now() >= end) return false;
+        if (ioc.stopped()) ioc.restart();
+        ioc.run_one_for(50ms);
+    }
+    return true;
+}
+
+// ---- request counting --------------------------------------------------------------
+
+// Wire requests by operation. Every HTTP request a backend sends is signed
+// exactly once, so a signer that counts before signing sees all of them,
+// including the GetItem the DynamoDB backend adds after a failed condition.
+struct wire_counts {
+    std::uint64_t get = 0, put = 0, erase = 0, other = 0;
+    // Only requests signed inside [from, until) are counted (the measured window).
+    clock_type::time_point from = clock_type::time_point::min(), until = clock_type::time_point::max();
+
+    void note(baton::http::request const& r) {
+        auto const now = clock_type::now();
+        if (now < from || now >= until) return;
+        std::string_view target;
+        if (auto it = r.find("X-Amz-Target"); it != r.end()) target = std::string_view(it->value().data(), it->value().size());
+        if (target.ends_with(".GetItem") || (target.empty() && r.method() == bhttp::verb::get)) ++get;
+        else if (target.ends_with(".PutItem") || (target.empty() && r.method() == bhttp::verb::put)) ++put;
+        else if (target.ends_with(".DeleteItem") || (target.empty() && r.method() == bhttp::verb::delete_)) ++erase;
+        else ++other;
+    }
+    std::uint64_t total() const { return get + put + erase + other; }
+};
+
+template <class Inner>
+struct counting_signer {
+    Inner inner;
+    std::shared_ptr<wire_counts> counts;
+
+    error_code sign(baton::http::request& r, baton::aws::credentials const& c, baton::aws::signing_params const& p,
+                    std::chrono::system_clock::time_point now) const {
+        counts->note(r);
+        return inner.sign(r, c, p, now);
+    }
+};
+
+// Record-store operations and their outcomes, as the lease sees them.
+struct store_counts {
+    std::uint64_t gets = 0, puts = 0, puts_precondition_failed = 0, puts_other_error = 0, erases = 0;
+    clock_type::time_point from = clock_type::time_point::min(), until = clock_type::time_point::max();
+    bool in_window() const {
+        auto const now = clock_type::now();
+        return now >= from && now < until;
+    }
+};
+
+// A record store that forwards to `Inner` and counts. Satisfies baton::record_store;
+// a lease hands its Signer to it, and it passes a counting signer on to `Inner`.
+template <class Inner>
+class counting_store {
+public:
+    using executor_type = typename Inner::executor_type;
+
+    counting_store(Inner inner, std::shared_ptr<store_counts> sc, std::shared_ptr<wire_counts> wc)
+        : inner_(std::move(inner)), sc_(std::move(sc)), wc_(std::move(wc)) {}
+
+    executor_type get_executor() const { return inner_.get_executor(); }
+
+    template <class S>
+    void use_signer(S s) {
+        inner_.use_signer(counting_signer<S>{std::move(s), wc_});
+    }
+
+    template <class Token>
+    auto async_get(std::string key, Token&& token) {
+        return asio::async_initiate<Token, void(error_code, baton::get_result)>(
+            [](auto h, Inner inner, std::shared_ptr<store_counts> sc, std::string k) {
+                if (sc->in_window()) ++sc->gets;
+                inner.async_get(std::move(k), observe(std::move(h), inner, [](auto&, error_code, auto&) {}));
+            },
+            token, inner_, sc_, std::move(key));
+    }
+
+    template <class Token>
+    auto async_put(std::string key, std::string body, baton::precondition pc, Token&& token) {
+        return asio::async_initiate<Token, void(error_code, baton::put_result)>(
+            [](auto h, Inner inner, std::shared_ptr<store_counts> sc, std::string k, std::string b, baton::precondition c) {
+                bool const counted = sc->in_window();
+                if (counted) ++sc->puts;
+                inner.async_put(std::move(k), std::move(b), std::move(c),
+                                observe(std::move(h), inner, [sc, counted](auto&, error_code ec, auto&) {
+                                    if (!counted || !ec) return;
+                                    if (ec == errc::precondition_failed) ++sc->puts_precondition_failed;
+                                    else ++sc->puts_other_error;
+                                }));
+            },
+            token, inner_, sc_, std::move(key), std::move(body), std::move(pc));
+    }
+
+    template <class Token>
+    auto async_erase(std::string key, baton::precondition pc, Token&& token) {
+        return asio::async_initiate<Token, void(error_code, baton::erase_result)>(
+            [](auto h, Inner inner, std::shared_ptr<store_counts> sc, std::string k, baton::precondition c) {
+                if (sc->in_window()) ++sc->erases;
+                inner.async_erase(std::move(k), std::move(c), observe(std::move(h), inner, [](auto&, error_code, auto&) {}));
+            },
+            token, inner_, sc_, std::move(key), std::move(pc));
+    }
+
+    template <class Token>
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token) {
+        return inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<Token>(token));
+    }
+
+    template <class Token>
+    auto async_probe(Token&& token) {
+        return inner_.async_probe(std::forward<Token>(token));
+    }
+
+private:
+    // Wraps `h` so that `note` sees the outcome first; keeps h's executor and cancellation slot.
+    template <class Handler, class Note>
+    static auto observe(Handler h, Inner const& inner, Note note) {
+        auto ex = asio::get_associated_executor(h, inner.get_executor());
+        auto slot = asio::get_associated_cancellation_slot(h);
+        return asio::bind_cancellation_slot(
+            slot, asio::bind_executor(ex, [h = std::move(h), note = std::move(note)](error_code ec, auto r) mutable {
+                note(h, ec, r);
+                std::move(h)(ec, std::move(r));
+            }));
+    }
+
+    Inner inner_;
+    std::shared_ptr<store_counts> sc_;
+    std::shared_ptr<wire_counts> wc_;
+};
+
+static_assert(baton::record_store<counting_store<baton::dynamodb_backend>>);
+
+// ---- DynamoDB setup ------------------------------------------------------------------
+
+constexpr char const* bench_table = "baton-bench";
+
+baton::dynamodb_backend_params ddb_params() {
+    baton::dynamodb_backend_params p;
+    p.endpoint = need_env("BATON_DYNAMODB_ENDPOINT");
+    p.region = env("BATON_DYNAMODB_REGION").empty() ? "us-east-1" : env("BATON_DYNAMODB_REGION");
+    p.credentials.access_key_id = need_env("BATON_DYNAMODB_ACCESS_KEY");
+    p.credentials.secret_access_key = need_env("BATON_DYNAMODB_SECRET_KEY");
+    p.table = bench_table;
+    return p;
+}
+
+void ensure_table() {
+    asio::io_context ioc(1);
+    baton::dynamodb_backend b(ioc.get_executor(), ddb_params());
+    std::optional<std::pair<error_code, baton::dynamodb_table_info>> out;
+    b.async_create_table([&](error_code ec, baton::dynamodb_table_info i) { out.emplace(ec, std::move(i)); });
+    if (!run_until(ioc, [&] { return out.has_value(); }, 30s)) die("CreateTable did not complete in 30 s");
+    if (out->first) die("CreateTable: " + out->second.diag.to_string());
+}
+
+// Settings a user of a short critical section would write down: only the poll
+// interval and the TTL are set; renewals, deadlines and skew stay at their defaults.
+baton::lease_options lease_opts(std::string key, std::string owner, std::chrono::milliseconds poll,
+                                 std::chrono::milliseconds ttl) {
+    baton::lease_options o;
+    o.key = std::move(key);
+    o.owner = std::move(owner);
+    o.ttl = ttl;
+    o.poll_interval = poll;
+    return o;
+}
+
+// ---- figure 1 and 3: sequential acquire+release cycles --------------------------------
+
+struct cycle_result {
+    std::vector<double> lat;
+    double secs = 0, cpu = 0;
+    std::string error;
+};
+
+template <class Lease>
+cycle_result run_cycles(asio::io_context& ioc, Lease& lease, int warmup, int n, std::chrono::seconds max_time) {
+    cycle_result out;
+    out.lat.reserve(static_cast<std::size_t>(n));
+    int done = 0;
+    bool finished = false;
+    clock_type::time_point t0 = clock_type::now(), t_cycle, deadline = clock_type::time_point::max();
+    double cpu0 = 0;
+    std::function<void()> next = [&] {
+        if (done == warmup) {
+            t0 = clock_type::now();
+            cpu0 = thread_cpu_seconds();
+            deadline = t0 + max_time;
+        }
+        if (done >= warmup + n || clock_type::now() >= deadline) {
+            out.secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+            out.cpu = thread_cpu_seconds() - cpu0;
+            finished = true;
+            return;
+        }
+        t_cycle = clock_type::now();
+        lease.async_acquire([&](error_code ec, baton::lease_grant) {
+            if (ec) {
+                out.error = "acquire: " + ec.message() + " " + lease.last_diagnostics().to_string();
+                finished = true;
+                return;
+            }
+            lease.async_release([&](error_code ec2) {
+                if (ec2) {
+                    out.error = "release: " + ec2.message() + " " + lease.last_diagnostics().to_string();
+                    finished = true;
+                    return;
+                }
+                if (done >= warmup) out.lat.push_back(ms_since(t_cycle));
+                ++done;
+                next();
+            });
+        });
+    };
+    next();
+    if (!run_until(ioc, [&] { return finished; }, max_time + 60s)) out.error = "timed out";
+    return out;
+}
+
+void print_cycle(char const* harness, char const* variant, cycle_result const& r, std::string const& extra) {
+    if (!r.error.empty()) die(std::string(harness) + ": " + r.error);
+    auto const n = r.lat.size();
+    std::printf("{\"harness\":\"%s\",\"variant\":\"%s\",\"n\":%zu,\"secs\":%.3f,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,"
+                "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f%s}\n",
+                harness, variant, n, r.secs, static_cast<double>(n) / r.secs, pct(r.lat, 50), pct(r.lat, 99),
+                pct(r.lat, 100), r.cpu * 1e6 / static_cast<double>(n), extra.c_str());
+    std::fflush(stdout);
+}
+
+int cmd_ddb_cycle(args const& a) {
+    int const n = static_cast<int>(a.num("n", 2000)), warmup = static_cast<int>(a.num("warmup", 50));
+    ensure_table();
+    asio::io_context ioc(1);
+    baton::dynamodb_backend store(ioc.get_executor(), ddb_params());
+    baton::dynamodb_lease lease(ioc.get_executor(), store,
+                                lease_opts("bench/cycle/" + random_suffix(), "bench", 1000ms, 20000ms));
+    // Count wire requests with the exact alias: wrap the signer the lease adopted (same signing work).
+    auto wc = std::make_shared<wire_counts>();
+    lease.backend().use_signer(counting_signer<baton::aws::sigv4_signer>{baton::aws::sigv4_signer{}, wc});
+    auto r = run_cycles(ioc, lease, warmup, n, std::chrono::seconds(a.num("max-seconds", 30)));
+    char extra[256];
+    double const cycles = static_cast<double>(r.lat.size() + static_cast<std::size_t>(warmup));
+    std::snprintf(extra, sizeof extra,
+                  ",\"requests_per_cycle\":%.2f,\"put\":%" PRIu64 ",\"get\":%" PRIu64 ",\"delete\":%" PRIu64
+                  ",\"connections_opened\":%" PRIu64,
+                  static_cast<double>(wc->total()) / cycles, wc->put, wc->get, wc->erase,
+                  lease.backend().client().connections_opened());
+    print_cycle("baton_dynamodb_lease", "cycle", r, extra);
+    return 0;
+}
+
+int cmd_s3_cycle(args const& a) {
+    int const n = static_cast<int>(a.num("n", 1000)), warmup = static_cast<int>(a.num("warmup", 50));
+    asio::io_context ioc(1);
+    baton::s3_backend_params p;
+    p.endpoint = need_env("BATON_S3_ENDPOINT");
+    p.region = env("BATON_S3_REGION").empty() ? "us-east-1" : env("BATON_S3_REGION");
+    p.credentials.access_key_id = need_env("BATON_S3_ACCESS_KEY");
+    p.credentials.secret_access_key = need_env("BATON_S3_SECRET_KEY");
+    p.bucket = a.str("bucket", "baton-bench");
+    baton::s3_backend store(ioc.get_executor(), p);
+    {
+        std::optional<error_code> done;
+        baton::diagnostics diag;
+        store.async_create_bucket([&](error_code ec, baton::diagnostics d) {
+            done = ec;
+            diag = std::move(d);
+        });
+        if (!run_until(ioc, [&] { return done.has_value(); }, 30s)) die("CreateBucket did not complete in 30 s");
+        if (*done && *done != errc::precondition_failed) die("CreateBucket: " + diag.to_string());
+    }
+    // The probe (five to nine requests, once per backend) runs in the warm-up.
+    baton::s3_lease lease(ioc.get_executor(), store, lease_opts("bench/cycle/" + random_suffix(), "bench", 1000ms, 20000ms));
+    auto r = run_cycles(ioc, lease, warmup, n, std::chrono::seconds(a.num("max-seconds", 30)));
+    char extra[160];
+    std::snprintf(extra, sizeof extra, ",\"connections_opened\":%" PRIu64 ",\"if_match_unquoted\":%s",
+                  lease.backend().client().connections_opened(),
+                  lease.backend().sends_unquoted_etags() ? "true" : "false");
+    print_cycle("baton_s3_lease", "cycle", r, extra);
+    return 0;
+}
+
+// ---- figure 2: contention across processes --------------------------------------------
+
+using counted_ddb_lease =
+    baton::basic_lease<counting_store<baton::dynamodb_backend>, baton::steady_clock, baton::standard_retry,
+                       baton::aws::sigv4_signer>;
+
+// One contender: loops acquire (waiting) -> hold -> release between `start` and `deadline`,
+// then writes its intervals and counts to --out.
+int cmd_contend_child(args const& a) {
+    auto const start = clock_type::time_point(std::chrono::nanoseconds(a.num("start-ns", 0)));
+    auto const deadline = clock_type::time_point(std::chrono::nanoseconds(a.num("deadline-ns", 0)));
+    auto const hold = std::chrono::milliseconds(a.num("hold-ms", 2));
+    std::string const out_path = a.str("out", "");
+    int const id = static_cast<int>(a.num("id", 0));
+
+    asio::io_context ioc(1);
+    auto sc = std::make_shared<store_counts>();
+    auto wc = std::make_shared<wire_counts>();
+    sc->from = wc->from = start;
+    sc->until = wc->until = deadline;
+    counting_store<baton::dynamodb_backend> store(baton::dynamodb_backend(ioc.get_executor(), ddb_params()), sc, wc);
+    counted_ddb_lease lease(ioc.get_executor(), store,
+                            lease_opts(a.str("key", ""), "bench-" + std::to_string(id),
+                                       std::chrono::milliseconds(a.num("poll-ms", 5)),
+                                       std::chrono::milliseconds(a.num("ttl-ms", 20000))));
+    asio::steady_timer hold_timer(ioc);
+
+    struct interval {
+        std::int64_t acquired, released;
+    };
+    std::vector<interval> intervals;
+    std::vector<double> waits;
+    std::uint64_t acquire_errors = 0, release_errors = 0;
+    std::string last_error;
+    bool finished = false;
+
+    std::this_thread::sleep_until(start);
+    std::function<void()> loop = [&] {
+        auto const w0 = clock_type::now();
+        if (w0 >= deadline) {
+            finished = true;
+            return;
+        }
+        baton::acquire_options o;
+        o.timeout = std::chrono::ceil<std::chrono::milliseconds>(deadline - w0);
+        lease.async_acquire(o, [&, w0](error_code ec, baton::lease_grant) {
+            if (ec) {
+                if (ec != errc::timeout) {
+                    ++acquire_errors;
+                    last_error = "acquire: " + ec.message() + " " + lease.last_diagnostics().to_string();
+                }
+                finished = true;
+                return;
+            }
+            auto const t_acquired = clock_type::now();
+            hold_timer.expires_after(hold);
+            hold_timer.async_wait([&, w0, t_acquired](error_code) {
+                auto const t_release = clock_type::now();
+                if (t_acquired < deadline) {
+                    intervals.push_back({mono_ns(t_acquired), mono_ns(t_release)});
+                    waits.push_back(std::chrono::duration<double, std::milli>(t_acquired - w0).count());
+                }
+                lease.async_release([&](error_code ec2) {
+                    if (ec2) {
+                        ++release_errors;
+                        last_error = "release: " + ec2.message() + " " + lease.last_diagnostics().to_string();
+                    }
+                    loop();
+                });
+            });
+        });
+    };
+    loop();
+    if (!run_until(ioc, [&] { return finished; }, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start) + 30s))
+        die("contender " + std::to_string(id) + " did not finish");
+
+    std::FILE* f = std::fopen(out_path.c_str(), "w");
+    if (!f) die("cannot write " + out_path);
+    std::fprintf(f, "C %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                    " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+                 sc->gets, sc->puts, sc->puts_precondition_failed, sc->puts_other_error, sc->erases, wc->get, wc->put,
+                 wc->erase, wc->other, acquire_errors, release_errors);
+    for (std::size_t i = 0; i < intervals.size(); ++i)
+        std::fprintf(f, "I %" PRId64 " %" PRId64 " %.4f\n", intervals[i].acquired, intervals[i].released, waits[i]);
+    std::fprintf(f, "U %.6f\n", thread_cpu_seconds());
+    if (!last_error.empty()) std::fprintf(f, "E %s\n", last_error.c_str());
+    std::fclose(f);
+    return 0;
+}
+
+int cmd_ddb_contend(args const& a) {
+    int const procs = static_cast<int>(a.num("procs", 8));
+    long long const seconds = a.num("seconds", 10), hold_ms = a.num("hold-ms", 2), poll_ms = a.num("poll-ms", 5),
+                    ttl_ms = a.num("ttl-ms", 20000);
+    if (procs < 1 || procs > 64 || seconds < 1 || seconds > 120) die("--procs 1..64, --seconds 1..120");
+    ensure_table();
+    std::string const key = "bench/contended/" + random_suffix();
+    char dir_template[] = "/tmp/baton-store-bench.XXXXXX";
+    char* dir = ::mkdtemp(dir_template);
+    if (!dir) die("mkdtemp failed");
+    auto const start = clock_type::now() + 300ms; // children are up in a few ms
+    auto const deadline = start + std::chrono::seconds(seconds);
+
+    std::vector<pid_t> kids;
+    std::vector<std::string> outs;
+    for (int i = 0; i < procs; ++i) {
+        outs.push_back(std::string(dir) + "/child-" + std::to_string(i));
+        std::vector<std::string> argv_s = {"store_bench",  "ddb-contend-child",
+                                           "--id",         std::to_string(i),
+                                           "--key",        key,
+                                           "--start-ns",   std::to_string(mono_ns(start)),
+                                           "--deadline-ns", std::to_string(mono_ns(deadline)),
+                                           "--hold-ms",    std::to_string(hold_ms),
+                                           "--poll-ms",    std::to_string(poll_ms),
+                                           "--ttl-ms",     std::to_string(ttl_ms),
+                                           "--out",        outs.back()};
+        std::vector<char*> argv_c;
+        for (auto& s : argv_s) argv_c.push_back(s.data());
+        argv_c.push_back(nullptr);
+        pid_t pid = 0;
+        if (int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv_c.data(), environ); rc != 0)
+            die("posix_spawn: " + std::string(std::strerror(rc)));
+        kids.push_back(pid);
+    }
+    bool all_ok = true;
+    for (pid_t pid : kids) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) all_ok = false;
+    }
+    if (!all_ok) die("a contender failed (see its message above)");
+
+    struct iv {
+        std::int64_t a, r;
+        int who;
+    };
+    std::vector<iv> all;
+    std::vector<double> waits;
+    std::vector<std::uint64_t> per_proc(static_cast<std::size_t>(procs), 0);
+    std::array<std::uint64_t, 11> sum{};
+    std::string errors;
+    double cpu_total = 0; // whole life of each contender, set-up included
+    for (int i = 0; i < procs; ++i) {
+        std::FILE* f = std::fopen(outs[static_cast<std::size_t>(i)].c_str(), "r");
+        if (!f) die("contender " + std::to_string(i) + " wrote no result");
+        char line[4096];
+        while (std::fgets(line, sizeof line, f)) {
+            if (line[0] == 'C') {
+                std::array<unsigned long long, 11> c{};
+                if (std::sscanf(line + 2, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &c[0], &c[1], &c[2],
+                                &c[3], &c[4], &c[5], &c[6], &c[7], &c[8], &c[9], &c[10]) != 11)
+                    die("bad counts line from contender " + std::to_string(i));
+                for (std::size_t k = 0; k < c.size(); ++k) sum[k] += c[k];
+            } else if (line[0] == 'I') {
+                long long ta = 0, tr = 0;
+                double w = 0;
+                if (std::sscanf(line + 2, "%lld %lld %lf", &ta, &tr, &w) != 3) die("bad interval line");
+                all.push_back({ta, tr, i});
+                waits.push_back(w);
+                ++per_proc[static_cast<std::size_t>(i)];
+            } else if (line[0] == 'U') {
+                cpu_total += std::strtod(line + 2, nullptr);
+            } else if (line[0] == 'E') {
+                std::string e = line + 2;
+                while (!e.empty() && (e.back() == '\n' || e.back() == '"' || e.back() == '\\')) e.pop_back();
+                for (auto& ch : e)
+                    if (ch == '"' || ch == '\\') ch = '\'';
+                errors += (errors.empty() ? "" : "; ") + e;
+            }
+        }
+        std::fclose(f);
+        std::remove(outs[static_cast<std::size_t>(i)].c_str());
+    }
+    ::rmdir(dir);
+
+    // Mutual exclusion: sorted by acquisition, every interval must start after all earlier ones ended.
+    std::sort(all.begin(), all.end(), [](iv const& x, iv const& y) { return x.a < y.a; });
+    std::uint64_t overlaps = 0;
+    std::int64_t max_end = std::numeric_limits<std::int64_t>::min(), min_gap = std::numeric_limits<std::int64_t>::max();
+    for (auto const& x : all) {
+        if (x.a < max_end) ++overlaps;
+        else if (max_end != std::numeric_limits<std::int64_t>::min()) min_gap = std::min(min_gap, x.a - max_end);
+        max_end = std::max(max_end, x.r);
+    }
+    std::uint64_t const acq = all.size();
+    double const per = acq ? 1.0 / static_cast<double>(acq) : 0.0;
+    auto const [gets, puts, put_pf, put_err, erases, w_get, w_put, w_del, w_other, acq_err, rel_err] = sum;
+    (void)erases;
+    std::uint64_t const wire = w_get + w_put + w_del + w_other;
+    std::uint64_t served = 0, min_pp = ~0ull, max_pp = 0;
+    std::string pp;
+    for (auto c : per_proc) {
+        served += c > 0;
+        min_pp = std::min(min_pp, c);
+        max_pp = std::max(max_pp, c);
+        pp += (pp.empty() ? "" : ",") + std::to_string(c);
+    }
+    // Puts split by purpose: an acquisition's winning write and its release are 2 per
+    // acquisition; the rest are lost races (failed conditions) or other errors.
+    std::printf("{\"harness\":\"baton_dynamodb_lease_contention\",\"variant\":\"procs-k%d-poll%lldms\",\"k\":%d,"
+                "\"seconds\":%lld,\"hold_ms\":%lld,\"poll_ms\":%lld,\"ttl_ms\":%lld,\"acquisitions\":%" PRIu64
+                ",\"ops_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_wait_ms\":%.3f,"
+                "\"requests_per_acq\":%.2f,\"wire_get_per_acq\":%.2f,\"wire_put_per_acq\":%.2f,"
+                "\"poll_reads_per_acq\":%.2f,\"reads_after_failed_put_per_acq\":%.2f,"
+                "\"failed_cond_puts_per_acq\":%.2f,\"other_put_errors\":%" PRIu64 ",\"acquire_errors\":%" PRIu64
+                ",\"release_errors\":%" PRIu64 ",\"clients_that_acquired\":%" PRIu64 ",\"min_per_client\":%" PRIu64
+                ",\"max_per_client\":%" PRIu64 ",\"per_client\":[%s],\"overlaps\":%" PRIu64
+                ",\"min_handover_gap_ms\":%.3f,\"client_cpu_us_per_acq\":%.1f,\"wire\":{\"GetItem\":%" PRIu64 ",\"PutItem\":%" PRIu64
+                ",\"DeleteItem\":%" PRIu64 ",\"other\":%" PRIu64 "},\"store\":{\"get\":%" PRIu64 ",\"put\":%" PRIu64
+                "}%s%s%s}\n",
+                procs, poll_ms, procs, seconds, hold_ms, poll_ms, ttl_ms, acq,
+                static_cast<double>(acq) / static_cast<double>(seconds), pct(waits, 50), pct(waits, 99),
+                pct(waits, 100), static_cast<double>(wire) * per, static_cast<double>(w_get) * per,
+                static_cast<double>(w_put) * per, static_cast<double>(gets) * per,
+                static_cast<double>(w_get > gets ? w_get - gets : 0) * per, static_cast<double>(put_pf) * per,
+                put_err, acq_err, rel_err, served, min_pp == ~0ull ? 0 : min_pp, max_pp, pp.c_str(), overlaps,
+                min_gap == std::numeric_limits<std::int64_t>::max() ? 0.0 : static_cast<double>(min_gap) / 1e6,
+                cpu_total * 1e6 * per, w_get,
+                w_put, w_del, w_other, gets, puts, errors.empty() ? "" : ",\"errors\":\"", errors.c_str(),
+                errors.empty() ? "" : "\"");
+    std::fflush(stdout);
+    return overlaps == 0 ? 0 : 3;
+}
+
+// ---- figure 4: requests over one keep-alive connection --------------------------------
+
+// The exact bytes of ../shared/peers/e_raw_floor_curl.sh: an unsigned PutItem with the
+// dummy Authorization header dynalite accepts (it checks the shape, not the signature).
+constexpr std::string_view floor_put_body =
+    R"({"TableName":"peer-floor","Item":{"id":{"S":"curl-put"},"owner":{"S":"curl"},"lease_ms":{"N":"10000"}}})";
+constexpr std::string_view dummy_auth =
+    "AWS4-HMAC-SHA256 Credential=AKIDLOCALPEERS/20250101/us-east-1/dynamodb/aws4_request, "
+    "SignedHeaders=content-type;host;x-amz-date;x-amz-target, "
+    "Signature=0000000000000000000000000000000000000000000000000000000000000000";
+
+baton::http::request ddb_request(baton::http::endpoint const& ep, std::string_view op, std::string body) {
+    baton::http::request req{bhttp::verb::post, "/", 11};
+    req.set(bhttp::field::host, ep.host_header());
+    req.set(bhttp::field::content_type, "application/x-amz-json-1.0");
+    req.set("X-Amz-Target", "DynamoDB_20120810." + std::string(op));
+    req.body() = std::move(body);
+    req.prepare_payload();
+    return req;
+}
+
+struct http_case {
+    // A fresh request per call (signing included in the time): part `part` of operation `op`.
+    std::function<baton::http::request(int op, int part)> make;
+    int parts = 1; // requests per operation, sent one after the other
+    baton::http::endpoint ep;
+};
+
+void print_http(char const* harness, std::string const& variant, std::vector<double> const& lat, double secs,
+                double cpu, std::string const& extra) {
+    std::printf("{\"harness\":\"%s\",\"variant\":\"%s\",\"n\":%zu,\"secs\":%.3f,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,"
+                "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f%s}\n",
+                harness, variant.c_str(), lat.size(), secs, static_cast<double>(lat.size()) / secs, pct(lat, 50),
+                pct(lat, 99), pct(lat, 100), cpu * 1e6 / static_cast<double>(lat.size()), extra.c_str());
+    std::fflush(stdout);
+}
+
+// Sequential requests through baton::http::client (one connection, kept alive).
+void run_baton_client(http_case const& c, int warmup, int n, std::string const& variant) {
+    asio::io_context ioc(1);
+    baton::http::client client(ioc.get_executor());
+    std::vector<double> lat;
+    lat.reserve(static_cast<std::size_t>(n));
+    int done = 0, non2xx = 0;
+    bool finished = false;
+    std::string error;
+    clock_type::time_point t0, t_req;
+    double cpu0 = 0, cpu = 0;
+    int part = 0;
+    auto info = std::make_shared<baton::http::request_info>();
+    std::function<void()> next = [&] {
+        if (part == 0) {
+            if (done == warmup) {
+                t0 = clock_type::now();
+                cpu0 = thread_cpu_seconds();
+            }
+            if (done >= warmup + n) {
+                cpu = thread_cpu_seconds() - cpu0;
+                finished = true;
+                return;
+            }
+            t_req = clock_type::now();
+        }
+        *info = {};
+        client.async_request(c.ep, c.make(done, part), *info, [&](error_code ec, baton::http::response res) {
+            if (ec) {
+                error = ec.message() + " " + info->diag.to_string();
+                finished = true;
+                return;
+            }
+            if (res.result_int() / 100 != 2) ++non2xx;
+            if (++part == c.parts) {
+                part = 0;
+                if (done >= warmup) lat.push_back(ms_since(t_req));
+                ++done;
+            }
+            next();
+        });
+    };
+    next();
+    if (!run_until(ioc, [&] { return finished; }, 120s)) die("http: timed out");
+    if (!error.empty()) die("http: " + error);
+    double const secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    char extra[128];
+    std::snprintf(extra, sizeof extra, ",\"non2xx\":%d,\"connections_opened\":%" PRIu64, non2xx,
+                  client.connections_opened());
+    print_http("baton_http_client", variant, lat, secs, cpu, extra);
+}
+
+// The same with a blocking Beast client on one socket: the least a client can do.
+void run_beast_sync(http_case const& c, int warmup, int n, std::string const& variant) {
+    asio::io_context ioc(1);
+    tcp::socket sock(ioc);
+    sock.connect(tcp::endpoint(asio::ip::make_address(c.ep.host), c.ep.port));
+    sock.set_option(tcp::no_delay(true));
+    boost::beast::flat_buffer buf;
+    std::vector<double> lat;
+    lat.reserve(static_cast<std::size_t>(n));
+    int non2xx = 0;
+    clock_type::time_point t0 = clock_type::now();
+    double cpu0 = thread_cpu_seconds();
+    for (int i = 0; i < warmup + n; ++i) {
+        if (i == warmup) {
+            t0 = clock_type::now();
+            cpu0 = thread_cpu_seconds();
+        }
+        auto const t = clock_type::now();
+        for (int part = 0; part < c.parts; ++part) {
+            auto req = c.make(i, part);
+            bhttp::write(sock, req);
+            bhttp::response<bhttp::string_body> res;
+            bhttp::read(sock, buf, res);
+            if (res.result_int() / 100 != 2) ++non2xx;
+            if (!res.keep_alive()) die("beast-sync: the server closed the connection");
+        }
+        if (i >= warmup) lat.push_back(ms_since(t));
+    }
+    double const secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    double const cpu = thread_cpu_seconds() - cpu0;
+    print_http("beast_sync_client", variant, lat, secs, cpu, ",\"non2xx\":" + std::to_string(non2xx) + ",\"connections_opened\":1");
+}
+
+int cmd_http_ddb(args const& a) {
+    int const n = static_cast<int>(a.num("n", 5000)), warmup = static_cast<int>(a.num("warmup", 200));
+    std::string const op = a.str("op", "put-unsigned"), client = a.str("client", "baton");
+    auto const p = ddb_params();
+    auto const ep = baton::http::endpoint::from_url(p.endpoint);
+    // The floor's table (peer-floor, key id) is made by the peers; make it here too so that this runs alone.
+    {
+        asio::io_context ioc(1);
+        baton::http::client cl(ioc.get_executor());
+        auto req = ddb_request(ep, "CreateTable",
+                               R"({"TableName":"peer-floor","AttributeDefinitions":[{"AttributeName":"id","AttributeType":"S"}],)"
+                               R"("KeySchema":[{"AttributeName":"id","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"})");
+        req.set("X-Amz-Date", "20250101T000000Z");
+        req.set(bhttp::field::authorization, dummy_auth);
+        bool done = false;
+        cl.async_request(ep, std::move(req), [&](error_code, baton::http::response) { done = true; });
+        run_until(ioc, [&] { return done; }, 10s);
+    }
+    http_case c;
+    c.ep = ep;
+    auto creds = p.credentials;
+    auto const signing = baton::aws::signing_params::for_service("dynamodb", p.region);
+    baton::aws::sigv4_signer signer;
+    if (op == "cycle-unsigned") {
+        // e_raw_floor.js --variant cycle: PutItem attribute_not_exists + DeleteItem owner = :o.
+        c.parts = 2;
+        c.make = [ep](int i, int part) {
+            std::string const owner = "cxx-raw-" + std::to_string(i);
+            auto r = part == 0
+                         ? ddb_request(ep, "PutItem",
+                                       R"({"TableName":"peer-floor","Item":{"id":{"S":"cxx-raw-lock"},"owner":{"S":")" +
+                                           owner +
+                                           R"j("},"lease_ms":{"N":"10000"}},"ConditionExpression":"attribute_not_exists(id)"})j")
+                         : ddb_request(ep, "DeleteItem",
+                                       R"({"TableName":"peer-floor","Key":{"id":{"S":"cxx-raw-lock"}},"ConditionExpression":"#o = :o",)"
+                                       R"("ExpressionAttributeNames":{"#o":"owner"},"ExpressionAttributeValues":{":o":{"S":")" +
+                                           owner + R"("}}})");
+            r.set("X-Amz-Date", "20250101T000000Z");
+            r.set(bhttp::field::authorization, dummy_auth);
+            return r;
+        };
+    } else if (op == "put-unsigned") {
+        c.make = [ep](int, int) {
+            auto r = ddb_request(ep, "PutItem", std::string(floor_put_body));
+            r.set("X-Amz-Date", "20250101T000000Z");
+            r.set(bhttp::field::authorization, dummy_auth);
+            return r;
+        };
+    } else if (op == "put-signed" || op == "get-signed") {
+        bool const put = op == "put-signed";
+        c.make = [ep, creds, signing, signer, put](int, int) {
+            auto r = put ? ddb_request(ep, "PutItem", std::string(floor_put_body))
+                         : ddb_request(ep, "GetItem",
+                                       R"({"TableName":"peer-floor","Key":{"id":{"S":"curl-put"}},"ConsistentRead":true})");
+            if (signer.sign(r, creds, signing, std::chrono::system_clock::now())) die("signing failed");
+            return r;
+        };
+    } else {
+        die("--op cycle-unsigned|put-unsigned|put-signed|get-signed");
+    }
+    if (client == "baton") run_baton_client(c, warmup, n, "ddb-" + op);
+    else if (client == "beast-sync") run_beast_sync(c, warmup, n, "ddb-" + op);
+    else die("--client baton|beast-sync");
+    return 0;
+}
+
+// A trivial HTTP/1.1 server on its own thread: answers every request with a small JSON body.
+class local_server {
+public:
+    local_server() : acceptor_(ioc_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+        port_ = acceptor_.local_endpoint().port();
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~local_server() {
+        stop_ = true;
+        // Wake the accept or the read with a connection that closes at once.
+        try {
+            asio::io_context ioc;
+            tcp::socket s(ioc);
+            s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+        } catch (...) {
+        }
+        thread_.join();
+    }
+    unsigned short port() const { return port_; }
+
+private:
+    void serve() {
+        while (!stop_) {
+            tcp::socket sock(ioc_);
+            error_code ec;
+            acceptor_.accept(sock, ec);
+            if (ec || stop_) return;
+            sock.set_option(tcp::no_delay(true), ec);
+            boost::beast::flat_buffer buf;
+            for (;;) {
+                bhttp::request<bhttp::string_body> req;
+                bhttp::read(sock, buf, req, ec);
+                if (ec) break;
+                bhttp::response<bhttp::string_body> res{bhttp::status::ok, 11};
+                res.set(bhttp::field::content_type, "application/x-amz-json-1.0");
+                res.body() = R"({"Item":{"id":{"S":"k"}}})";
+                res.keep_alive(req.keep_alive());
+                res.prepare_payload();
+                bhttp::write(sock, res, ec);
+                if (ec || !req.keep_alive()) break;
+            }
+        }
+    }
+
+    asio::io_context ioc_;
+    tcp::acceptor acceptor_;
+    unsigned short port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+int cmd_http_local(args const& a) {
+    int const n = static_cast<int>(a.num("n", 20000)), warmup = static_cast<int>(a.num("warmup", 500));
+    std::string const client = a.str("client", "baton");
+    local_server server;
+    http_case c;
+    c.ep = baton::http::endpoint::from_url("http://127.0.0.1:" + std::to_string(server.port()));
+    auto const ep = c.ep;
+    c.make = [ep](int, int) {
+        auto r = ddb_request(ep, "GetItem", R"({"TableName":"peer-floor","Key":{"id":{"S":"curl-put"}},"ConsistentRead":true})");
+        r.set("X-Amz-Date", "20250101T000000Z");
+        r.set(bhttp::field::authorization, dummy_auth);
+        return r;
+    };
+    if (client == "baton") run_baton_client(c, warmup, n, "local");
+    else if (client == "beast-sync") run_beast_sync(c, warmup, n, "local");
+    else die("--client baton|beast-sync");
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: store_bench ddb-cycle|ddb-contend|s3-cycle|http-ddb|http-local [--name value]...\n"
+                             "       (see the comment at the top of bench/store_bench.cpp)\n");
+        return 2;
+    }
+    std::string const cmd = argv[1];
+    args const a(argc, argv, 2);
+    try {
+        if (cmd == "ddb-cycle") return cmd_ddb_cycle(a);
+        if (cmd == "ddb-contend") return cmd_ddb_contend(a);
+        if (cmd == "ddb-contend-child") return cmd_contend_child(a);
+        if (cmd == "s3-cycle") return cmd_s3_cycle(a);
+        if (cmd == "http-ddb") return cmd_http_ddb(a);
+        if (cmd == "http-local") return cmd_http_local(a);
+    } catch (std::exception const& e) {
+        die(cmd + ": " + e.what());
+    }
+    die("unknown command '" + cmd + "'");
+}
