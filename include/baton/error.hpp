@@ -65,6 +65,8 @@ enum class errc {
     released,
     /// The store holds a record this recipe did not write or cannot read (wrong format or version).
     foreign_record,
+    /// No source yielded AWS credentials, or a configured one cannot (the diagnostics list each source and why).
+    no_credentials,
 };
 
 /// Portable groupings of errors, for `ec == baton::condition::retryable` tests.
@@ -73,7 +75,7 @@ enum class condition {
     retryable = 1,
     /// Another participant won: precondition failures, leases held or lost.
     contention,
-    /// Credentials or signatures were refused.
+    /// Credentials or signatures were refused, or no credentials could be found.
     auth,
 };
 

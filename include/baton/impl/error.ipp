@@ -35,6 +35,7 @@ public:
         case errc::not_held: return "the lease is not held";
         case errc::released: return "the lease was released";
         case errc::foreign_record: return "the record was not written by this recipe";
+        case errc::no_credentials: return "no usable AWS credentials";
         }
         return "unknown baton error";
     }
@@ -70,7 +71,7 @@ public:
                 return e == errc::held_by_other || e == errc::precondition_failed ||
                        e == errc::lease_lost || e == errc::conflict;
             case condition::auth:
-                return e == errc::auth_failed;
+                return e == errc::auth_failed || e == errc::no_credentials;
             }
             return false;
         }
