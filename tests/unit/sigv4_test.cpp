@@ -685,6 +685,18 @@ TEST_CASE("re-signing replaces the signer's headers instead of duplicating them"
                                                             "x-amz-target,") != std::string::npos);
 }
 
+TEST_CASE("a failed re-signing leaves no earlier signature behind") {
+    auto req = dynamodb_put_item();
+    auto const params = signing_params::for_service("dynamodb", "us-east-1");
+    baton::aws::sigv4_signer signer;
+    REQUIRE_FALSE(signer.sign(req, suite_credentials(), params, at(2025, 1, 1)));
+    REQUIRE(req.find(http::field::authorization) != req.end());
+    auto bad = params;
+    bad.region = "us east";
+    CHECK(signer.sign(req, suite_credentials(), bad, at(2025, 1, 1)) == baton::errc::invalid_argument);
+    CHECK(req.find(http::field::authorization) == req.end());
+}
+
 TEST_CASE("session token added after signing when not signed") {
     auto req = dynamodb_put_item();
     auto creds = suite_credentials();

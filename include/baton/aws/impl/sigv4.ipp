@@ -90,12 +90,70 @@ BATON_DECL bool hmac_sha256(unsigned char const* key, std::size_t key_len, std::
     return ok;
 }
 
-BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcept {
-    static constexpr char digits[] = "0123456789abcdef";
-    for (std::size_t i = 0; i < n; ++i) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 0xf];
+// Clears a small secret on the hot path: a plain memset the compiler may not drop,
+// without OPENSSL_cleanse's call and byte loop.
+inline void wipe(void* p, std::size_t n) noexcept {
+    std::memset(p, 0, n);
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+#else
+    OPENSSL_cleanse(p, n);
+#endif
+}
+
+// HMAC-SHA256 under a 32-byte signing key, with the key's padded blocks kept per
+// thread: a signer uses one key per day, region and service, so rebuilding the pads
+// for every request is wasted work. They are wiped when the thread ends.
+struct hmac_pads {
+    bool valid = false;
+    unsigned char key[32] = {};
+    unsigned char ipad[64] = {};
+    unsigned char opad[64] = {};
+    hmac_pads() = default;
+    hmac_pads(hmac_pads const&) = delete;
+    hmac_pads& operator=(hmac_pads const&) = delete;
+    ~hmac_pads() {
+        OPENSSL_cleanse(key, sizeof key);
+        OPENSSL_cleanse(ipad, sizeof ipad);
+        OPENSSL_cleanse(opad, sizeof opad);
     }
+};
+
+BATON_DECL bool hmac_sha256_key32(unsigned char const* key, std::string_view msg, unsigned char* out) noexcept {
+    thread_local hmac_pads pads;
+    std::uint64_t diff = 0; // branch-free compare, as CRYPTO_memcmp but without the call
+    for (std::size_t i = 0; i < 32; i += 8) {
+        std::uint64_t a, b;
+        std::memcpy(&a, pads.key + i, 8);
+        std::memcpy(&b, key + i, 8);
+        diff |= a ^ b;
+    }
+    if (!pads.valid || diff != 0) {
+        std::memcpy(pads.key, key, 32);
+        for (std::size_t i = 0; i < 64; ++i) {
+            unsigned char const k = i < 32 ? key[i] : 0;
+            pads.ipad[i] = static_cast<unsigned char>(k ^ 0x36);
+            pads.opad[i] = static_cast<unsigned char>(k ^ 0x5c);
+        }
+        pads.valid = true;
+    }
+    unsigned char inner[32];
+    return sha256({reinterpret_cast<char const*>(pads.ipad), 64}, msg, inner) &&
+           sha256({reinterpret_cast<char const*>(pads.opad), 64}, {reinterpret_cast<char const*>(inner), 32}, out);
+}
+
+// Two output characters per byte from one table lookup.
+BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcept {
+    static constexpr auto pairs = [] {
+        std::array<char, 512> t{};
+        constexpr char digits[] = "0123456789abcdef";
+        for (std::size_t b = 0; b < 256; ++b) {
+            t[2 * b] = digits[b >> 4];
+            t[2 * b + 1] = digits[b & 0xf];
+        }
+        return t;
+    }();
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(out + 2 * i, pairs.data() + 2 * p[i], 2);
 }
 
 inline error_code crypto_failure() noexcept {
@@ -106,38 +164,35 @@ inline error_code crypto_failure() noexcept {
 
 inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-// Characters safe inside the credential scope and header values: no separators, no control bytes.
-inline bool is_scope_name(std::string_view s) noexcept {
-    if (s.empty()) return false;
-    for (char c : s) {
-        bool const ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                        c == '_' || c == '.';
-        if (!ok) return false;
+// Character classes for validation, one table lookup per character.
+enum : unsigned char { scope_char = 1, visible_char = 2, key_id_char = 4, hash_char = 8 };
+inline constexpr auto char_classes = [] {
+    std::array<unsigned char, 256> t{};
+    for (int c = 0x21; c <= 0x7e; ++c) {
+        bool const alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        unsigned char v = visible_char;
+        if (c != '/' && c != ',') v |= key_id_char;
+        if (alnum || c == '-' || c == '_' || c == '.') v |= scope_char;
+        if (alnum || c == '-') v |= hash_char;
+        t[static_cast<std::size_t>(c)] = v;
     }
-    return true;
+    return t;
+}();
+
+inline bool all_of_class(std::string_view s, unsigned char cls) noexcept {
+    unsigned char all = cls;
+    for (char c : s) all &= char_classes[static_cast<unsigned char>(c)];
+    return all == cls;
 }
 
-inline bool is_visible_ascii(std::string_view s) noexcept {
-    for (char c : s) {
-        auto const u = static_cast<unsigned char>(c);
-        if (u < 0x21 || u > 0x7e) return false;
-    }
-    return true;
-}
+// Characters safe inside the credential scope: no separators, no control bytes.
+inline bool is_scope_name(std::string_view s) noexcept { return !s.empty() && all_of_class(s, scope_char); }
 
-inline bool is_key_id(std::string_view s) noexcept {
-    if (s.empty() || !is_visible_ascii(s)) return false;
-    return s.find_first_of("/,") == std::string_view::npos;
-}
+inline bool is_visible_ascii(std::string_view s) noexcept { return all_of_class(s, visible_char); }
 
-inline bool is_payload_hash(std::string_view s) noexcept {
-    if (s.empty()) return false;
-    for (char c : s) {
-        bool const ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-        if (!ok) return false;
-    }
-    return true;
-}
+inline bool is_key_id(std::string_view s) noexcept { return !s.empty() && all_of_class(s, key_id_char); }
+
+inline bool is_payload_hash(std::string_view s) noexcept { return !s.empty() && all_of_class(s, hash_char); }
 
 inline error_code invalid() noexcept { return make_error_code(errc::invalid_argument); }
 
@@ -153,6 +208,16 @@ BATON_DECL error_code validate(credentials const& creds, signing_params const& p
 BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char* out) noexcept {
     using namespace std::chrono;
     auto const secs = floor<seconds>(now);
+    // Requests signed in the same second share a date; civil-date arithmetic is not free.
+    thread_local struct {
+        seconds at{-1};
+        char text[16];
+    } last;
+    if (secs.time_since_epoch() == last.at) {
+        std::memcpy(out, last.text, 16);
+        return true;
+    }
+    char* const start = out;
     auto const day = floor<days>(secs);
     year_month_day const ymd{day};
     int const y = static_cast<int>(ymd.year());
@@ -173,6 +238,8 @@ BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char*
     put(static_cast<unsigned>(hms.minutes().count()), 2);
     put(static_cast<unsigned>(hms.seconds().count()), 2);
     *out++ = 'Z';
+    std::memcpy(last.text, start, 16);
+    last.at = secs.time_since_epoch();
     return true;
 }
 
@@ -258,6 +325,7 @@ struct scratch {
     std::vector<header_entry> headers;
     std::string canonical_headers;
     std::string signed_headers;
+    std::string folded;
     std::string params_buf;
     std::vector<param_entry> params;
     std::string canonical_query;
@@ -273,7 +341,28 @@ BATON_DECL scratch& thread_scratch() {
     return s;
 }
 
+// True when trimming and folding would change nothing: no byte below '!' at all
+// (space, tab, CR, LF and other controls). Almost every header value is like this,
+// so it is checked eight bytes at a time.
+inline bool is_folded(std::string_view v) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ull;
+    constexpr std::uint64_t highs = 0x8080808080808080ull;
+    std::size_t i = 0;
+    std::uint64_t found = 0;
+    for (; i + 8 <= v.size(); i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, v.data() + i, 8);
+        found |= (w - ones * 0x21) & ~w & highs; // some byte < 0x21 (exact for bytes < 0x80; others never match)
+    }
+    for (; i < v.size(); ++i) found |= static_cast<unsigned char>(v[i]) < 0x21;
+    return found == 0;
+}
+
 inline void append_canonical_value(std::string& out, std::string_view v) {
+    if (is_folded(v)) {
+        out.append(v);
+        return;
+    }
     std::size_t b = 0;
     std::size_t e = v.size();
     while (b < e && is_ws(v[b])) ++b;
@@ -321,25 +410,44 @@ BATON_DECL bool build_canonical_headers(scratch& s, bhttp::fields const& fields)
         int const c = name_of(a).compare(name_of(b));
         return c < 0 || (c == 0 && a.seq < b.seq);
     });
-    s.canonical_headers.clear();
-    s.signed_headers.clear();
+    // Written through pointers into buffers sized for the worst case (folding only
+    // shrinks values): per-character appends were a visible share of signing time.
+    std::size_t bound = 0;
+    for (header_entry const& h : s.headers) bound += h.name_len + h.value.size() + 2;
+    s.canonical_headers.resize(bound);
+    s.signed_headers.resize(s.names.size() + s.headers.size());
+    char* ch = s.canonical_headers.data();
+    char* sh = s.signed_headers.data();
     for (std::size_t i = 0; i < s.headers.size(); ++i) {
         std::string_view const name = name_of(s.headers[i]);
         bool const same_as_previous = i > 0 && name_of(s.headers[i - 1]) == name;
         if (same_as_previous) {
-            s.canonical_headers += ',';
+            *ch++ = ',';
         } else {
             if (i > 0) {
-                s.canonical_headers += '\n';
-                s.signed_headers += ';';
+                *ch++ = '\n';
+                *sh++ = ';';
             }
-            s.canonical_headers.append(name);
-            s.canonical_headers += ':';
-            s.signed_headers.append(name);
+            std::memcpy(ch, name.data(), name.size());
+            ch += name.size();
+            *ch++ = ':';
+            std::memcpy(sh, name.data(), name.size());
+            sh += name.size();
         }
-        append_canonical_value(s.canonical_headers, s.headers[i].value);
+        std::string_view const value = s.headers[i].value;
+        if (is_folded(value)) {
+            std::memcpy(ch, value.data(), value.size());
+            ch += value.size();
+        } else {
+            s.folded.clear();
+            append_canonical_value(s.folded, value);
+            std::memcpy(ch, s.folded.data(), s.folded.size());
+            ch += s.folded.size();
+        }
     }
-    if (!s.headers.empty()) s.canonical_headers += '\n';
+    if (!s.headers.empty()) *ch++ = '\n';
+    s.canonical_headers.resize(static_cast<std::size_t>(ch - s.canonical_headers.data()));
+    s.signed_headers.resize(static_cast<std::size_t>(sh - s.signed_headers.data()));
     return true;
 }
 
@@ -501,7 +609,8 @@ BATON_DECL bool compute_signature(scratch& s, std::string_view amz_date, std::st
     s.sts.resize(old + 64);
     to_hex(h.data(), h.size(), s.sts.data() + old);
     digest mac;
-    if (!hmac_sha256(key.bytes.data(), key.bytes.size(), s.sts, mac.data())) return false;
+    static_assert(std::tuple_size_v<decltype(key.bytes)> == 32);
+    if (!hmac_sha256_key32(key.bytes.data(), s.sts, mac.data())) return false;
     to_hex(mac.data(), mac.size(), sig);
     return true;
 }
@@ -530,7 +639,7 @@ BATON_DECL signing_key key_for(signing_key_cache* cache, std::string_view date8,
     return derive_signing_key(creds.secret_access_key, date8, params.region, params.service);
 }
 
-BATON_DECL error_code sign_header_impl(bhttp::request_header<>& req, std::string_view const* body,
+BATON_DECL error_code sign_header_in_place(bhttp::request_header<>& req, std::string_view const* body,
                                        credentials const& creds, signing_params const& params,
                                        std::chrono::system_clock::time_point now, signing_key_cache* cache,
                                        signing_result* steps) {
@@ -548,10 +657,11 @@ BATON_DECL error_code sign_header_impl(bhttp::request_header<>& req, std::string
     std::string_view query;
     split_target(sv(req.target()), path, query);
     if (!path.empty() && path.front() != '/') return invalid();
-    if (req.find(bhttp::field::host) == req.end()) return invalid();
+    if (req.find(bhttp::field::host) == req.end()) return invalid(); // before changing anything
 
     // The signer owns these headers: replace whatever an earlier attempt left.
-    req.erase(bhttp::field::authorization);
+    // A stale Authorization is skipped by the canonicaliser and replaced at the end
+    // (sign_header_impl erases it on failure), so it is not erased up front.
     req.set(date_header, amz_date);
     if (params.s3_rules || params.content_sha256_header) req.set(content_sha256_header, payload_hash);
     req.erase(security_token_header);
@@ -569,7 +679,7 @@ BATON_DECL error_code sign_header_impl(bhttp::request_header<>& req, std::string
     signing_key key = key_for(cache, date8, params, creds);
     char sig[64];
     bool const ok = compute_signature(s, amz_date, date8, params, key, sig);
-    OPENSSL_cleanse(key.bytes.data(), key.bytes.size());
+    wipe(key.bytes.data(), key.bytes.size());
     if (!ok) return crypto_failure();
     std::string_view const signature(sig, 64);
 
@@ -597,6 +707,16 @@ BATON_DECL error_code sign_header_impl(bhttp::request_header<>& req, std::string
         steps->signed_headers = s.signed_headers;
     }
     return {};
+}
+
+// A request whose signing failed must not go out with an earlier attempt's signature.
+BATON_DECL error_code sign_header_impl(bhttp::request_header<>& req, std::string_view const* body,
+                                       credentials const& creds, signing_params const& params,
+                                       std::chrono::system_clock::time_point now, signing_key_cache* cache,
+                                       signing_result* steps) {
+    error_code const ec = sign_header_in_place(req, body, creds, params, now, cache, steps);
+    if (ec) req.erase(bhttp::field::authorization);
+    return ec;
 }
 
 BATON_DECL error_code presign_impl(bhttp::request_header<> const& req, std::string_view const* body,
