@@ -643,7 +643,8 @@ private:
             auto const reason = where() + " refused: HTTP " + std::to_string(d.http_status) +
                                 (code.empty() ? std::string() : " " + code) +
                                 (message.empty() ? std::string() : ": " + message) + hint(code);
-            return fail(sts_error_code(code, d.http_status), reason, std::move(d));
+            auto const ec = sts_error_code(code, d.http_status);
+            return fail(ec, reason, std::move(d));
         }
         if (xml_ec) return fail(errc::invalid_response, where() + ": " + xml_diag.message, std::move(d));
         if (root.local_name() != "AssumeRoleWithWebIdentityResponse")
@@ -880,14 +881,14 @@ private:
                     if (auto const* m = v.as_object().if_contains(k); m != nullptr && m->is_string())
                         detail = printable(std::string_view(m->as_string()), 300);
             }
-            return fail(status_error(d.http_status),
-                        where + " answered HTTP " + std::to_string(d.http_status) +
-                            (d.service_code.empty() ? std::string() : " " + d.service_code) +
-                            (detail.empty() ? std::string() : ": " + detail) +
-                            (d.http_status == 401 || d.http_status == 403
-                                 ? " (check AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE / AWS_CONTAINER_AUTHORIZATION_TOKEN)"
-                                 : std::string()),
-                        std::move(d));
+            auto const ec = status_error(d.http_status);
+            auto reason = where + " answered HTTP " + std::to_string(d.http_status) +
+                          (d.service_code.empty() ? std::string() : " " + d.service_code) +
+                          (detail.empty() ? std::string() : ": " + detail) +
+                          (d.http_status == 401 || d.http_status == 403
+                               ? " (check AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE / AWS_CONTAINER_AUTHORIZATION_TOKEN)"
+                               : std::string());
+            return fail(ec, std::move(reason), std::move(d));
         }
         credentials c;
         std::string reason;
