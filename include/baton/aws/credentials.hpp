@@ -49,6 +49,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/cancellation_type.hpp>
@@ -1265,6 +1267,16 @@ private:
         asio::post(ex_, asio::append(std::move(h), ec, std::move(fc)));
     }
 
+    // Completes a waiter whose cancellation slot we used. The slot is cleared on the handler's own
+    // executor, where the caller may emit the signal, not on the strand that finished the fetch.
+    void complete_waiter(handler_type h, asio::cancellation_slot slot, error_code ec, fetched_credentials fc) {
+        auto const hex = asio::get_associated_executor(h, ex_);
+        asio::post(ex_, asio::bind_executor(hex, [h = std::move(h), slot, ec, fc = std::move(fc)]() mutable {
+                       if (slot.is_connected()) slot.clear();
+                       std::move(h)(ec, std::move(fc));
+                   }));
+    }
+
     // Called with m_ held.
     void refresh_if_due(time_point now) {
         if (!fetching_ && now >= refresh_after_) start_fetch();
@@ -1331,10 +1343,8 @@ private:
                 }
             }
             ready.splice(ready.end(), waiters_);
-            for (auto& w : ready)
-                if (w.slot.is_connected()) w.slot.clear();
         }
-        for (auto& w : ready) complete(std::move(*w.handler), ec, fc);
+        for (auto& w : ready) complete_waiter(std::move(*w.handler), w.slot, ec, fc);
     }
 
     // Called with m_ held, after a successful fetch.
