@@ -74,6 +74,7 @@
     from one thread or strand (pass a strand as the executor).
 */
 
+#include <baton/aws/endpoint.hpp>
 #include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
 #include <baton/detail/config.hpp>
@@ -167,7 +168,7 @@ struct dynamodb_backend_params {
     /// The endpoint URL in force: `endpoint`, or the AWS one for `region`.
     std::string effective_endpoint() const {
         if (!endpoint.empty()) return endpoint;
-        return "https://dynamodb." + region + (region.starts_with("cn-") ? ".amazonaws.com.cn" : ".amazonaws.com");
+        return aws::default_endpoint_url("dynamodb", region);
     }
 };
 

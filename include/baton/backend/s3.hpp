@@ -80,6 +80,7 @@
     backend and their operations must run on one thread or one strand.
 */
 
+#include <baton/aws/endpoint.hpp>
 #include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
 #include <baton/detail/config.hpp>
@@ -326,12 +327,12 @@ struct s3_state {
     s3_state(s3_asio::any_io_executor e, s3_backend_params p)
         : ex(std::move(e)), params(std::move(p)), client(ex, params.http),
           signing(aws::signing_params::for_s3(params.region)), rng(std::random_device{}()) {
-        bool const custom = !params.endpoint.empty();
-        ep = http::endpoint::from_url(custom ? params.endpoint : "https://s3." + params.region + ".amazonaws.com");
-        path_style = params.path_style ? *params.path_style
-                                       : (custom || params.bucket.find('.') != std::string::npos);
-        if (!path_style) ep.host = params.bucket + "." + ep.host;
-        base = path_style ? "/" + params.bucket : std::string();
+        diagnostics diag;
+        auto addr = aws::resolve_s3_address(params.endpoint, params.region, params.bucket, params.path_style, diag);
+        if (!addr) throw config_error("s3_backend_params: " + diag.message);
+        ep = addr->endpoint;
+        path_style = addr->path_style;
+        base = addr->path_prefix;
     }
 
     s3_asio::any_io_executor ex;
