@@ -405,6 +405,63 @@ TEST_CASE("ISO 8601 expirations") {
         CHECK_MESSAGE(!aws::parse_iso8601(bad), bad);
 }
 
+TEST_CASE("STS endpoint: override variables, regional, China and global defaults") {
+    test_env env;
+    std::string problem;
+    auto t = aws::detail::sts_target(env.lookup(), std::nullopt, problem);
+    REQUIRE(t.has_value());
+    CHECK(t->ep.origin() == "https://sts.amazonaws.com:443");
+    CHECK(t->target == "/");
+    t = aws::detail::sts_target(env.lookup(), std::string("eu-west-1"), problem);
+    REQUIRE(t.has_value());
+    CHECK(t->ep.host == "sts.eu-west-1.amazonaws.com");
+    t = aws::detail::sts_target(env.lookup(), std::string("cn-north-1"), problem);
+    REQUIRE(t.has_value());
+    CHECK(t->ep.host == "sts.cn-north-1.amazonaws.com.cn");
+    CHECK(aws::detail::sts_target(env.lookup(), std::string("evil.com/x"), problem).error() == errc::invalid_argument);
+    CHECK(problem == "the region 'evil.com/x' is not a region name");
+
+    env.set("AWS_ENDPOINT_URL", "http://127.0.0.1:4566");
+    t = aws::detail::sts_target(env.lookup(), std::string("eu-west-1"), problem);
+    REQUIRE(t.has_value());
+    CHECK(t->ep.origin() == "http://127.0.0.1:4566");
+    env.set("AWS_ENDPOINT_URL_STS", "https://sts.internal:8443/base/?a=b");
+    t = aws::detail::sts_target(env.lookup(), std::string("eu-west-1"), problem);
+    REQUIRE(t.has_value());
+    CHECK(t->ep.origin() == "https://sts.internal:8443");
+    CHECK(t->target == "/base/?a=b");
+    env.set("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "True");
+    t = aws::detail::sts_target(env.lookup(), std::string("eu-west-1"), problem);
+    REQUIRE(t.has_value());
+    CHECK(t->ep.host == "sts.eu-west-1.amazonaws.com");
+}
+
+TEST_CASE("URL splitting and the container host rule") {
+    std::string problem;
+    auto t = aws::detail::split_url("http://[::1]:8080/v2/creds?id=1", problem);
+    REQUIRE(t.has_value());
+    CHECK(t->ep.host == "::1");
+    CHECK(t->target == "/v2/creds?id=1");
+    CHECK(aws::detail::join_target("/prefix/", "/latest/api/token") == "/prefix/latest/api/token");
+    CHECK(aws::detail::join_target("/", "/latest/api/token") == "/latest/api/token");
+    CHECK_FALSE(aws::detail::split_url("http://h/#frag", problem).has_value());
+    CHECK(problem == "it must not have a fragment");
+    CHECK_FALSE(aws::detail::split_url("not a url", problem).has_value());
+
+    auto allowed = [&](std::string const& url) {
+        auto r = aws::detail::split_url(url, problem);
+        REQUIRE(r.has_value());
+        return aws::detail::container_host_allowed(r->ep);
+    };
+    for (auto ok : {"http://127.0.0.1/c", "http://127.9.9.9:80/c", "http://[::1]/c", "http://localhost:99/c",
+                    "http://169.254.170.2/c", "http://169.254.170.23/c", "http://[fd00:ec2::23]/c",
+                    "https://anywhere.example/c"})
+        CHECK_MESSAGE(allowed(ok), ok);
+    for (auto bad : {"http://10.0.0.1/c", "http://169.254.169.254/c", "http://example.com/c", "http://[fd00:ec2::24]/c",
+                     "http://localhost.evil.com/c"})
+        CHECK_MESSAGE(!allowed(bad), bad);
+}
+
 TEST_CASE("static credentials: delivered, never inline, cached; bad ones refused at construction") {
     net::io_context ioc;
     aws::credentials c{"AKIDSTATIC", "secret/static+key", "", std::nullopt};
