@@ -4,9 +4,9 @@
 //   baton status --store URL --key K
 //   baton probe  --store URL
 //
-// Stores are URLs: file:///dir (the embedded default: a local directory) and
-// dynamodb://table (endpoint, region and credentials from --endpoint/--region
-// and the usual AWS_* environment variables).
+// Stores are URLs: file:///dir (the embedded default: a local directory),
+// s3://bucket[/prefix] and dynamodb://table (endpoint, region and credentials
+// from --endpoint/--region and the usual AWS_* environment variables).
 // The command gets BATON_FENCING_TOKEN and BATON_LEASE_KEY, is terminated when
 // the lease is lost (at the renew deadline, before the lease could expire),
 // and baton exits with its status; 75 (EX_TEMPFAIL) when the lease could not
@@ -14,6 +14,7 @@
 // If baton itself is killed, the command is killed too (it would run unprotected).
 
 #include <baton/baton.hpp>
+#include <baton/aws/endpoint.hpp>
 #include <baton/backend/file.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -30,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <signal.h>
@@ -44,7 +46,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 constexpr int exit_unavailable = 75; // EX_TEMPFAIL: the lease could not be had
-constexpr int exit_usage = 64;       // EX_USAGE
+constexpr int exit_usage = 64;       // EX_USAGE: bad usage, or a store that cannot work as configured
 constexpr int exit_failure = 1;
 
 char const* const usage_main =
@@ -55,7 +57,7 @@ char const* const usage_main =
     "  status   show who holds a lease\n"
     "  probe    show what a store honours (conditional writes)\n"
     "\n"
-    "stores are URLs: file:///path/to/dir, dynamodb://table\n"
+    "stores are URLs: file:///path/to/dir, s3://bucket[/prefix], dynamodb://table\n"
     "run 'baton <command> --help' for the options of each.\n";
 
 char const* const usage_run =
@@ -69,32 +71,66 @@ char const* const usage_run =
     "If baton itself is killed, COMMAND is killed with it.\n"
     "\n"
     "options:\n"
-    "  --store URL        where the lease lives (file:///dir, dynamodb://table)\n"
-    "  --endpoint URL     service endpoint (default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, or AWS)\n"
-    "  --region REGION    AWS region (default: AWS_REGION, AWS_DEFAULT_REGION)\n"
+    "  --store URL        where the lease lives (file:///dir, s3://bucket[/prefix], dynamodb://table)\n"
     "  --key KEY          the lease's name, e.g. jobs/nightly-report\n"
     "  --ttl DURATION     lease time to live (default 20s); renewed every ttl/3\n"
     "  --wait DURATION    give up after waiting this long (default: wait forever)\n"
     "  --no-wait          try once; exit 75 at once if someone else holds it\n"
     "  --owner NAME       holder name written in the record (default: host:pid)\n"
     "  --grace DURATION   time between SIGTERM and SIGKILL on loss (default 5s)\n"
+    "%s"
     "\n"
-    "exit status: COMMAND's; 75 when the lease could not be had; 64 on bad usage.\n"
+    "exit status: COMMAND's; 75 when the lease could not be had; 64 on bad usage or\n"
+    "a store that cannot work as configured (missing bucket or table, refused\n"
+    "credentials, a store that ignores preconditions).\n"
     "durations: 500ms, 20s, 2m, 1h (a bare number is seconds).\n";
 
 char const* const usage_status =
-    "usage: baton status --store URL --key KEY\n"
+    "usage: baton status --store URL --key KEY [options]\n"
     "\n"
     "Prints the lease record: holder, fencing token, state, value and TTL.\n"
     "A 'held' record may belong to a holder that stopped renewing; contenders\n"
-    "take it over only after ttl x 2 of seeing it unchanged.\n";
+    "take it over only after ttl x 2 of seeing it unchanged.\n"
+    "\n"
+    "options:\n"
+    "  --store URL        file:///dir, s3://bucket[/prefix] or dynamodb://table\n"
+    "  --key KEY          the lease's name\n"
+    "%s"
+    "\n"
+    "exit status: 0 when the record could be read; 64 on bad usage or a store that\n"
+    "cannot work as configured; 1 otherwise.\n";
 
 char const* const usage_probe =
-    "usage: baton probe --store URL\n"
+    "usage: baton probe --store URL [options]\n"
     "\n"
     "Writes, overwrites and deletes a scratch record with stale and fresh\n"
-    "preconditions and prints what the store honours. Exit 0 when leases are\n"
-    "safe on it, 1 when not.\n";
+    "preconditions and prints what the store honours: conditional create,\n"
+    "replace and erase, and for S3 whether If-Match must be sent unquoted\n"
+    "(Ceph RGW) and whether leases release by marker (stores that ignore\n"
+    "If-Match on DELETE). Stores that ignore preconditions (e.g. s3rver) are\n"
+    "refused for leases.\n"
+    "\n"
+    "options:\n"
+    "  --store URL        file:///dir, s3://bucket[/prefix] or dynamodb://table\n"
+    "%s"
+    "\n"
+    "exit status: 0 when leases are safe on the store, 1 when not (or the probe\n"
+    "could not finish), 64 on bad usage or a store that cannot work as configured.\n";
+
+// The options of the AWS stores, shared by every command's help.
+char const* const usage_aws =
+    "\n"
+    "s3:// and dynamodb:// stores:\n"
+    "  --endpoint URL     service endpoint, e.g. http://127.0.0.1:7480 (default:\n"
+    "                     AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL_DYNAMODB, then\n"
+    "                     AWS_ENDPOINT_URL, unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true;\n"
+    "                     else AWS in the region)\n"
+    "  --region REGION    AWS region (default: AWS_REGION, AWS_DEFAULT_REGION; s3://\n"
+    "                     with a custom endpoint: us-east-1)\n"
+    "  --path-style       s3://: address the bucket as host/bucket/key (default for\n"
+    "                     custom endpoints and bucket names with a dot)\n"
+    "  --virtual-hosted   s3://: address the bucket as bucket.host/key (default on AWS)\n"
+    "  credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN\n";
 
 [[noreturn]] void die(int code, std::string const& line) {
     std::fprintf(stderr, "baton: %s\n", line.c_str());
@@ -118,15 +154,24 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
     return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
 }
 
+// Prints a command's help, with the AWS store options where its text says %s.
+void print_usage(char const* usage, std::FILE* to) {
+    std::string text = usage;
+    if (auto at = text.find("%s"); at != std::string::npos) text.replace(at, 2, usage_aws);
+    std::fputs(text.c_str(), to);
+}
+
 struct store_url {
-    std::string scheme;
-    std::string path; // file: the directory
+    std::string text;   // as given, for messages
+    std::string scheme; // file, s3, dynamodb
+    std::string path;   // file: the directory; dynamodb: the table; s3: the bucket
+    std::string prefix; // s3: the key prefix, empty or ending in '/'
 };
 
 store_url parse_store(std::string const& url) {
     auto const sep = url.find("://");
     if (sep == std::string::npos) die(exit_usage, "--store '" + url + "' is not a URL (expected file:///dir)");
-    store_url u{url.substr(0, sep), url.substr(sep + 3)};
+    store_url u{url, url.substr(0, sep), url.substr(sep + 3), {}};
     if (u.scheme == "file") {
         // file:///abs/dir, or file://localhost/abs/dir
         if (u.path.rfind("localhost/", 0) == 0) u.path = u.path.substr(9);
@@ -139,9 +184,20 @@ store_url parse_store(std::string const& url) {
             die(exit_usage, "--store '" + url + "': expected dynamodb://TABLE");
         return u;
     }
-    if (u.scheme == "s3")
-        die(exit_usage, "--store '" + url + "': s3:// stores are not available in this build yet; use file:///dir or dynamodb://table");
-    die(exit_usage, "--store '" + url + "': unknown scheme '" + u.scheme + "' (expected file:// or dynamodb://)");
+    if (u.scheme == "s3") {
+        // s3://bucket[/prefix], as the AWS CLI writes them: the prefix is taken literally (no
+        // percent-decoding) and names a folder, so s3://b/locks and s3://b/locks/ are the same store.
+        auto const slash = u.path.find('/');
+        if (slash != std::string::npos) {
+            u.prefix = u.path.substr(slash + 1);
+            u.path.resize(slash);
+            if (!u.prefix.empty() && u.prefix.back() != '/') u.prefix += '/';
+        }
+        if (u.path.empty()) die(exit_usage, "--store '" + url + "': expected s3://BUCKET or s3://BUCKET/PREFIX");
+        return u;
+    }
+    die(exit_usage, "--store '" + url + "': unknown scheme '" + u.scheme +
+                        "' (expected file://, s3:// or dynamodb://)");
 }
 
 struct options {
@@ -155,7 +211,8 @@ struct options {
     std::chrono::milliseconds grace = 5s;
     std::string endpoint;
     std::string region;
-    std::vector<std::string> argv; // run: the command
+    std::optional<bool> path_style; // s3: --path-style / --virtual-hosted
+    std::vector<std::string> argv;  // run: the command
 };
 
 options parse_args(int argc, char** argv) {
@@ -169,6 +226,7 @@ options parse_args(int argc, char** argv) {
         std::fputs(usage_main, stdout);
         std::exit(0);
     }
+    bool path_style = false, virtual_hosted = false;
     char const* usage = o.command == "run" ? usage_run : o.command == "status" ? usage_status
                         : o.command == "probe"                                  ? usage_probe
                                                                                 : nullptr;
@@ -186,11 +244,13 @@ options parse_args(int argc, char** argv) {
             return *d;
         };
         if (a == "--help" || a == "-h") {
-            std::fputs(usage, stdout);
+            print_usage(usage, stdout);
             std::exit(0);
         } else if (a == "--store") o.store = value("--store");
         else if (a == "--endpoint") o.endpoint = value("--endpoint");
         else if (a == "--region") o.region = value("--region");
+        else if (a == "--path-style") path_style = true;
+        else if (a == "--virtual-hosted") virtual_hosted = true;
         else if (a == "--key") o.key = value("--key");
         else if (a == "--owner" && o.command == "run") o.owner = value("--owner");
         else if (a == "--ttl" && o.command == "run") o.ttl = duration("--ttl");
@@ -205,6 +265,8 @@ options parse_args(int argc, char** argv) {
     if (o.command != "probe" && o.key.empty()) die(exit_usage, "--key is required");
     if (o.command == "run" && o.argv.empty()) die(exit_usage, "no command to run: put it after --");
     if (o.no_wait && o.wait) die(exit_usage, "--wait and --no-wait exclude each other");
+    if (path_style && virtual_hosted) die(exit_usage, "--path-style and --virtual-hosted exclude each other");
+    if (path_style || virtual_hosted) o.path_style = path_style;
     return o;
 }
 
@@ -220,10 +282,47 @@ std::string seconds_text(std::chrono::nanoseconds d) {
     return buf;
 }
 
+// ---- stores ----------------------------------------------------------------
+
+// What messages about the store name: the container, where it is, and whose credentials were used.
+struct store_context {
+    std::string url;       // the --store URL
+    std::string container; // "bucket 'b'", "table 't'", "directory '/d'"
+    std::string location;  // " at https://host:443 (endpoint from AWS_ENDPOINT_URL_S3)"; empty for local stores
+    std::string identity;  // the credentials' key id, never the secret; empty for local stores
+    std::string addressing; // s3: "path-style" or "virtual-hosted"
+};
+
+// Prints one line for a failed store operation and returns the exit status it deserves.
+// Problems that waiting cannot fix (a missing bucket or table, refused credentials, a store that
+// ignores preconditions) are configuration errors, exit 64; anything else exits `otherwise`.
+int report_store_error(store_context const& s, std::string const& doing, baton::error_code ec,
+                       baton::diagnostics const& d, int otherwise) {
+    std::string const said = d.empty() ? ec.message() : d.to_string();
+    std::string line;
+    int code = exit_usage;
+    if (ec == baton::errc::not_found) {
+        line = doing + ": " + s.container + " does not exist" + s.location + " (" + said +
+               "); create it, or check --store, --endpoint and --region";
+    } else if (ec == baton::errc::auth_failed) {
+        line = doing + ": the store" + s.location + " refused the credentials (" + s.identity + "): " + said +
+               "; check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and --region";
+    } else if (ec == baton::errc::capability_missing) {
+        line = doing + ": " + s.container + s.location + " cannot hold leases safely: " +
+               (d.message.empty() ? ec.message() : d.message) + " ('baton probe --store " + s.url +
+               "' shows what it honours)";
+    } else {
+        line = doing + ": " + ec.message() + (d.empty() ? std::string() : ": " + d.to_string());
+        code = otherwise;
+    }
+    std::fprintf(stderr, "baton: %s\n", line.c_str());
+    return code;
+}
+
 // ---- run -------------------------------------------------------------------
 
 template <class Lease>
-int run_command(asio::io_context& ioc, Lease& lease, options const& o) {
+int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_context const& store) {
     int exit_code = exit_failure;
     pid_t child = -1;
     bool child_done = false, lost = false, stopping = false;
@@ -295,10 +394,8 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o) {
                              seconds_text(*o.wait).c_str());
                 exit_code = exit_unavailable;
             } else {
-                auto const& d = lease.last_diagnostics();
-                std::fprintf(stderr, "baton: cannot acquire lease '%s': %s%s%s\n", o.key.c_str(), ec.message().c_str(),
-                             d.empty() ? "" : ": ", d.to_string().c_str());
-                exit_code = exit_unavailable;
+                exit_code = report_store_error(store, "cannot acquire lease '" + o.key + "'", ec,
+                                               lease.last_diagnostics(), exit_unavailable);
             }
             return release_and_exit();
         }
@@ -351,13 +448,12 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o) {
 // ---- status and probe ------------------------------------------------------
 
 template <class Lease>
-int show_status(asio::io_context& ioc, Lease& lease, options const& o) {
+int show_status(asio::io_context& ioc, Lease& lease, options const& o, store_context const& store) {
     int code = exit_failure;
     lease.async_inspect([&](baton::error_code ec, std::optional<baton::lease_info> info) {
         if (ec) {
-            auto const& d = lease.last_diagnostics();
-            std::fprintf(stderr, "baton: cannot read lease '%s': %s%s%s\n", o.key.c_str(), ec.message().c_str(),
-                         d.empty() ? "" : ": ", d.to_string().c_str());
+            code = report_store_error(store, "cannot read lease '" + o.key + "'", ec, lease.last_diagnostics(),
+                                      exit_failure);
             return;
         }
         code = 0;
@@ -374,21 +470,37 @@ int show_status(asio::io_context& ioc, Lease& lease, options const& o) {
     return code;
 }
 
+// Prints what the probe found: each check as made, then what it means for leases.
 template <class Backend>
-int run_probe(asio::io_context& ioc, Backend& backend) {
+int run_probe(asio::io_context& ioc, Backend& backend, store_context const& store) {
     int code = exit_failure;
     backend.async_probe([&](baton::error_code ec, baton::capabilities c) {
         if (ec) {
-            std::fprintf(stderr, "baton: probe failed: %s%s%s\n", ec.message().c_str(), c.diag.empty() ? "" : ": ",
-                         c.diag.to_string().c_str());
+            for (auto const& f : c.findings) std::printf("check: %s\n", f.c_str());
+            code = report_store_error(store, "probe failed", ec, c.diag, exit_failure);
             return;
         }
-        for (auto const& f : c.findings) std::printf("%s\n", f.c_str());
+        std::printf("store: %s (%s%s%s%s)\n", store.url.c_str(), store.container.c_str(), store.location.c_str(),
+                    store.addressing.empty() ? "" : ", ", store.addressing.c_str());
+        for (auto const& f : c.findings) std::printf("check: %s\n", f.c_str());
+        auto honoured = [](bool yes) { return yes ? "honoured" : "NOT honoured"; };
+        std::printf("conditional create (put if absent): %s\n", honoured(c.conditional_create));
+        std::printf("conditional replace (put if matching): %s\n", honoured(c.conditional_replace));
+        if constexpr (std::is_same_v<Backend, baton::s3_backend>) {
+            if (backend.sends_unquoted_etags())
+                std::printf("quirk: If-Match matches only the unquoted ETag here; baton sends it unquoted\n");
+        }
+        if (c.conditional_erase)
+            std::printf("conditional erase (delete if matching): honoured\n");
+        else
+            std::printf("conditional erase (delete if matching): NOT honoured; leases release by writing a marker "
+                        "instead, so they are not affected\n");
         if (c.supports_leases()) {
             std::printf("leases: supported\n");
             code = 0;
         } else {
-            std::printf("leases: REFUSED: this store ignores preconditions; two holders could both believe they hold a lease\n");
+            std::printf("leases: REFUSED: %s; two holders could both believe they hold a lease\n",
+                        c.diag.message.empty() ? "this store ignores preconditions" : c.diag.message.c_str());
         }
     });
     ioc.run();
@@ -396,8 +508,8 @@ int run_probe(asio::io_context& ioc, Backend& backend) {
 }
 
 template <class Lease, class Backend>
-int dispatch(asio::io_context& ioc, Backend backend, options const& o) {
-    if (o.command == "probe") return run_probe(ioc, backend);
+int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_context const& store) {
+    if (o.command == "probe") return run_probe(ioc, backend, store);
     baton::lease_options lo;
     lo.key = o.key;
     lo.owner = o.owner.empty() ? default_owner() : o.owner;
@@ -405,11 +517,62 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o) {
     lo.poll_interval = std::min<std::chrono::milliseconds>(1000ms, std::max<std::chrono::milliseconds>(o.ttl / 10, 10ms));
     try {
         Lease lease(ioc.get_executor(), std::move(backend), lo);
-        if (o.command == "status") return show_status(ioc, lease, o);
-        return run_command(ioc, lease, o);
+        if (o.command == "status") return show_status(ioc, lease, o, store);
+        return run_command(ioc, lease, o, store);
     } catch (baton::config_error const& e) {
         die(exit_usage, e.what());
     }
+}
+
+// The credentials that sign requests to AWS stores. One place, so that a provider chain
+// (profiles, SSO, instance roles) can replace the environment here without touching the rest.
+baton::aws::credentials load_credentials() {
+    auto env = [](char const* name) {
+        char const* v = std::getenv(name);
+        return std::string(v ? v : "");
+    };
+    baton::aws::credentials c;
+    c.access_key_id = env("AWS_ACCESS_KEY_ID");
+    c.secret_access_key = env("AWS_SECRET_ACCESS_KEY");
+    c.session_token = env("AWS_SESSION_TOKEN");
+    if (c.access_key_id.empty() || c.secret_access_key.empty())
+        die(exit_usage, "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                        "(profiles and instance roles are not supported by this build yet)");
+    return c;
+}
+
+// The endpoint an AWS store uses: --endpoint, else the environment (AWS_ENDPOINT_URL_<SERVICE>,
+// AWS_ENDPOINT_URL), else none (the backend's AWS default). `source` says which, for messages.
+struct endpoint_choice {
+    std::string url;
+    std::string source;
+};
+
+endpoint_choice choose_endpoint(options const& o, std::string_view service_id) {
+    baton::diagnostics d;
+    if (!o.endpoint.empty()) {
+        if (!baton::http::parse_endpoint(o.endpoint, d)) die(exit_usage, "--endpoint: " + d.message);
+        return {o.endpoint, "--endpoint"};
+    }
+    auto configured = baton::aws::resolve_endpoint_url(service_id, d);
+    if (!configured) die(exit_usage, d.message);
+    if (*configured) return {(*configured)->url, (*configured)->source};
+    return {};
+}
+
+// --region, else AWS_REGION (the SDKs' variable), else AWS_DEFAULT_REGION (the CLI's); may be empty.
+std::string choose_region(options const& o) {
+    if (!o.region.empty()) return o.region;
+    for (char const* name : {"AWS_REGION", "AWS_DEFAULT_REGION"})
+        if (char const* v = std::getenv(name); v && *v) return v;
+    return {};
+}
+
+// " at ORIGIN (endpoint from SOURCE)": where requests go, for messages and the probe report.
+std::string describe_location(baton::http::endpoint const& ep, endpoint_choice const& chosen,
+                              std::string const& region) {
+    return " at " + ep.origin() + " (endpoint " +
+           (chosen.source.empty() ? "of AWS in " + region : "from " + chosen.source) + ")";
 }
 
 } // namespace
@@ -417,31 +580,55 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o) {
 int main(int argc, char** argv) {
     options const o = parse_args(argc, argv);
     store_url const url = parse_store(o.store);
+    if (o.path_style && url.scheme != "s3")
+        die(exit_usage, "--path-style and --virtual-hosted apply to s3:// stores only");
     asio::io_context ioc(1);
+    store_context store;
+    store.url = url.text;
     try {
+        if (url.scheme == "s3") {
+            auto const chosen = choose_endpoint(o, "S3");
+            baton::s3_backend_params p;
+            p.bucket = url.path;
+            p.key_prefix = url.prefix;
+            p.endpoint = chosen.url;
+            p.region = choose_region(o);
+            if (p.region.empty()) {
+                if (chosen.url.empty())
+                    die(exit_usage, "no region: pass --region or set AWS_REGION (it names the AWS S3 endpoint)");
+                p.region = "us-east-1"; // what S3-compatible stores expect unless configured otherwise
+            }
+            p.path_style = o.path_style;
+            p.credentials = load_credentials();
+            baton::s3_backend backend(ioc.get_executor(), p);
+            baton::diagnostics d;
+            auto const address = baton::aws::resolve_s3_address(p.endpoint, p.region, p.bucket, p.path_style, d);
+            store.container = "bucket '" + p.bucket + "'";
+            if (!p.key_prefix.empty()) store.container += ", prefix '" + p.key_prefix + "'";
+            if (address) store.location = describe_location(address->endpoint, chosen, p.region);
+            store.identity = p.credentials.redacted();
+            store.addressing = backend.path_style() ? "path-style" : "virtual-hosted";
+            return dispatch<baton::s3_lease>(ioc, std::move(backend), o, store);
+        }
         if (url.scheme == "dynamodb") {
-            auto env = [](char const* name) {
-                char const* v = std::getenv(name);
-                return std::string(v ? v : "");
-            };
+            auto const chosen = choose_endpoint(o, "DynamoDB");
             baton::dynamodb_backend_params p;
             p.table = url.path;
-            p.endpoint = !o.endpoint.empty() ? o.endpoint
-                         : !env("AWS_ENDPOINT_URL_DYNAMODB").empty() ? env("AWS_ENDPOINT_URL_DYNAMODB")
-                                                                       : env("AWS_ENDPOINT_URL");
-            p.region = !o.region.empty() ? o.region : !env("AWS_REGION").empty() ? env("AWS_REGION") : env("AWS_DEFAULT_REGION");
+            p.endpoint = chosen.url;
+            p.region = choose_region(o);
             if (p.region.empty()) die(exit_usage, "no region: pass --region or set AWS_REGION");
-            p.credentials.access_key_id = env("AWS_ACCESS_KEY_ID");
-            p.credentials.secret_access_key = env("AWS_SECRET_ACCESS_KEY");
-            p.credentials.session_token = env("AWS_SESSION_TOKEN");
-            if (p.credentials.access_key_id.empty() || p.credentials.secret_access_key.empty())
-                die(exit_usage, "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                                "(profiles and instance roles are not supported by this build yet)");
-            return dispatch<baton::dynamodb_lease>(ioc, baton::dynamodb_backend(ioc.get_executor(), p), o);
+            p.credentials = load_credentials();
+            baton::dynamodb_backend backend(ioc.get_executor(), p);
+            store.container = "table '" + p.table + "'";
+            store.location =
+                describe_location(baton::http::endpoint::from_url(p.effective_endpoint()), chosen, p.region);
+            store.identity = p.credentials.redacted();
+            return dispatch<baton::dynamodb_lease>(ioc, std::move(backend), o, store);
         }
         baton::file_backend_params p;
         p.root = url.path;
-        return dispatch<baton::file_lease>(ioc, baton::file_backend(ioc.get_executor(), p), o);
+        store.container = "directory '" + url.path + "'";
+        return dispatch<baton::file_lease>(ioc, baton::file_backend(ioc.get_executor(), p), o, store);
     } catch (baton::config_error const& e) {
         die(exit_usage, e.what());
     } catch (std::exception const& e) {
