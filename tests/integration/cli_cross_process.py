@@ -11,12 +11,18 @@ overlap, except where the frozen holder's command was still running; that
 command is terminated promptly after its supervisor resumes; the killed
 holder's command dies with it.
 
-Usage: cli_cross_process.py BATON_BINARY [file | dynamodb]
+Usage: cli_cross_process.py BATON_BINARY [file | dynamodb | s3]
   file      a fresh directory (default)
   dynamodb  a fresh table on the dynalite at BATON_DYNAMODB_ENDPOINT (started by
             tests/servers/with-servers.sh dynalite); skipped when it is not set
+  s3        a fresh bucket (and a key prefix) on the S3 store at BATON_S3_ENDPOINT
+            (Ceph RGW, started by tests/servers/with-servers.sh rgw); skipped when
+            it is not set
 """
 import json, os, signal, subprocess, sys, tempfile, time, urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from s3_request import create_bucket
 
 def mono():
     return time.clock_gettime(time.CLOCK_BOOTTIME)
@@ -43,10 +49,33 @@ def dynamodb_store():
     os.environ["AWS_SECRET_ACCESS_KEY"] = os.environ.get("BATON_DYNAMODB_SECRET_KEY", "baton")
     return "dynamodb://" + table
 
+def s3_store():
+    endpoint = os.environ.get("BATON_S3_ENDPOINT")
+    if not endpoint:
+        print("skipped: BATON_S3_ENDPOINT is not set (run under tests/servers/with-servers.sh rgw)")
+        sys.exit(0)
+    region = os.environ.get("BATON_S3_REGION", "us-east-1")
+    access_key, secret_key = os.environ["BATON_S3_ACCESS_KEY"], os.environ["BATON_S3_SECRET_KEY"]
+    bucket = "baton-xproc-%d" % os.getpid()
+    create_bucket(endpoint, region, access_key, secret_key, bucket)
+    # The store is found the way users find it: the service's endpoint variable, not --endpoint.
+    for name in ("AWS_ENDPOINT_URL", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"):
+        os.environ.pop(name, None)
+    os.environ["AWS_ENDPOINT_URL_S3"] = endpoint
+    os.environ["AWS_REGION"] = region
+    os.environ["AWS_ACCESS_KEY_ID"] = access_key
+    os.environ["AWS_SECRET_ACCESS_KEY"] = secret_key
+    return "s3://%s/xproc" % bucket
+
 def main():
     baton = sys.argv[1]
     kind = sys.argv[2] if len(sys.argv) > 2 else "file"
-    store = dynamodb_store() if kind == "dynamodb" else "file://" + tempfile.mkdtemp(prefix="baton-xproc-")
+    if kind == "dynamodb":
+        store = dynamodb_store()
+    elif kind == "s3":
+        store = s3_store()
+    else:
+        store = "file://" + tempfile.mkdtemp(prefix="baton-xproc-")
     work = tempfile.mkdtemp(prefix="baton-xproc-log-")
     log = os.path.join(work, "log")
     open(log, "w").close()
