@@ -10,7 +10,10 @@
 // The command gets BATON_FENCING_TOKEN and BATON_LEASE_KEY, is terminated when
 // the lease is lost (at the renew deadline, before the lease could expire),
 // and baton exits with its status; 75 (EX_TEMPFAIL) when the lease could not
-// be had. SIGINT/SIGTERM are passed to the command, then the lease is released.
+// be had; 64 (EX_USAGE) on bad usage and on stores that cannot work as
+// configured (missing bucket or table, refused credentials, a store that
+// ignores preconditions). SIGINT/SIGTERM are passed to the command, then the
+// lease is released.
 // If baton itself is killed, the command is killed too (it would run unprotected).
 
 #include <baton/baton.hpp>
