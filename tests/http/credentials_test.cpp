@@ -694,12 +694,12 @@ TEST_CASE("web identity: the STS form, the token file read again at each refresh
     // Without a session name one is made up; AWS_ENDPOINT_URL serves when the STS-specific one is unset.
     env.unset("AWS_ROLE_SESSION_NAME");
     env.unset("AWS_ENDPOINT_URL_STS");
-    env.set("AWS_ENDPOINT_URL", sts.url("/sts-prefix/"));
+    env.set("AWS_ENDPOINT_URL", sts.url("/"));
     p.invalidate();
     REQUIRE_FALSE(get(ioc, p).ec);
     seen = sts.seen();
     REQUIRE(seen.size() == 3);
-    CHECK(seen[2].target() == "/sts-prefix/");
+    CHECK(seen[2].target() == "/");
     CHECK(form(seen[2].body())["RoleSessionName"].starts_with("baton-session-"));
 }
 
@@ -794,7 +794,8 @@ TEST_CASE("web identity: configuration problems") {
     g = get(ioc, p);
     CHECK(g.ec == errc::invalid_argument);
     CHECK(g.fc.diag.message == "web identity: cannot build the STS endpoint: AWS_ENDPOINT_URL_STS: invalid endpoint "
-                               "URL: it must not carry user information (credentials come from the signer)");
+                               "URL: it must not carry user information (credentials come from the signer) (fix or "
+                               "unset AWS_ENDPOINT_URL_STS)");
     CHECK_FALSE(contains(g.fc.diag.message, "pw"));
 }
 

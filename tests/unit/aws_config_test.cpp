@@ -425,11 +425,14 @@ TEST_CASE("STS endpoint: override variables, regional, China and global defaults
     t = aws::detail::sts_target(env.lookup(), std::string("eu-west-1"), problem);
     REQUIRE(t.has_value());
     CHECK(t->ep.origin() == "http://127.0.0.1:4566");
-    env.set("AWS_ENDPOINT_URL_STS", "https://sts.internal:8443/base/?a=b");
+    env.set("AWS_ENDPOINT_URL_STS", "https://sts.internal:8443/");
     t = aws::detail::sts_target(env.lookup(), std::string("eu-west-1"), problem);
     REQUIRE(t.has_value());
     CHECK(t->ep.origin() == "https://sts.internal:8443");
-    CHECK(t->target == "/base/?a=b");
+    CHECK(t->target == "/");
+    env.set("AWS_ENDPOINT_URL_STS", "https://sts.internal:8443/base/");
+    CHECK(aws::detail::sts_target(env.lookup(), std::nullopt, problem).error() == errc::invalid_argument);
+    CHECK(problem.starts_with("AWS_ENDPOINT_URL_STS: invalid endpoint URL: it must not have a path"));
     env.set("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "True");
     t = aws::detail::sts_target(env.lookup(), std::string("eu-west-1"), problem);
     REQUIRE(t.has_value());

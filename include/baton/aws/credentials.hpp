@@ -38,6 +38,7 @@
     authorization tokens, IMDS tokens) never appear in any message.
 */
 
+#include <baton/aws/endpoint.hpp>
 #include <baton/aws/profile.hpp>
 #include <baton/aws/sigv4.hpp>
 #include <baton/detail/config.hpp>
@@ -525,26 +526,25 @@ struct web_identity_settings {
     std::string configured_by;            // `AWS_WEB_IDENTITY_TOKEN_FILE` or `profile 'x' (file line N)`
 };
 
-// The STS endpoint: AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL, else the regional (or global) AWS one.
+// The STS endpoint: AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL (the same rules as every other service, see
+// resolve_endpoint_url), else the regional AWS one, else the global one.
 inline boost::system::result<url_target> sts_target(env_lookup const& env, std::optional<std::string> const& region,
                                                     std::string& problem) {
-    if (!env_true(env, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) {
-        for (char const* var : {"AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"}) {
-            if (auto v = env_value(env, var)) {
-                std::string why;
-                auto t = split_url(*v, why);
-                if (!t) problem = std::string(var) + ": " + why;
-                return t;
-            }
-        }
+    diagnostics d;
+    auto configured = resolve_endpoint_url("STS", d, env);
+    if (!configured) {
+        problem = d.message;
+        return configured.error();
     }
-    std::string url = "https://sts.amazonaws.com/";
-    if (region) {
+    std::string url = "https://sts.amazonaws.com";
+    if (*configured) {
+        url = (*configured)->url;
+    } else if (region) {
         if (!is_valid_region_name(*region)) {
             problem = "the region '" + printable(*region) + "' is not a region name";
             return error_code(errc::invalid_argument);
         }
-        url = "https://sts." + *region + (region->rfind("cn-", 0) == 0 ? ".amazonaws.com.cn/" : ".amazonaws.com/");
+        url = default_endpoint_url("sts", *region);
     }
     return split_url(url, problem);
 }
@@ -1536,7 +1536,7 @@ inline credentials_provider profile_credentials(boost::asio::any_io_executor ex,
     optionally `AWS_ROLE_SESSION_NAME`; the token file is read again at
     every refresh (it rotates). The request is unsigned and goes to
     `AWS_ENDPOINT_URL_STS` (else `AWS_ENDPOINT_URL`, unless
-    `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true`), else to
+    `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true`; see `resolve_endpoint_url`), else to
     `https://sts.<AWS_REGION or AWS_DEFAULT_REGION>.amazonaws.com/`, else
     to the global `https://sts.amazonaws.com/`.
     @throws config_error when `opts` breaks a rule.
