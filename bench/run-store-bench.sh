@@ -35,7 +35,7 @@ if [ "${1:-}" != --inner ]; then
   command -v curl >/dev/null && command -v python3 >/dev/null && command -v node >/dev/null ||
     { echo "run-store-bench.sh: needs curl, python3 and node" >&2; exit 2; }
   if [ ! -f "$BUILD/build.ninja" ]; then
-    meson setup "$BUILD" "$REPO" --buildtype=release -Dbenchmarks=true -Dexamples=true -Dtests=false >/dev/null
+    meson setup "$BUILD" "$REPO" --buildtype=release -Dbenchmarks=true -Dexamples=true >/dev/null
   fi
   ninja -C "$BUILD" -j1 bench/store_bench >/dev/null
   OUT=${OUT:-$(mktemp -d /tmp/baton-store-bench.XXXXXX)}
@@ -137,8 +137,9 @@ for k in sorted(groups, key=lambda k: (k[0], list(groups).index(k))):
             acq = [r["acquisitions"] for r in g]
             notes.append("req/acq %.2f" % st.median([(x.get("puts", 0) + x.get("gets", 0) + x.get("deletes", 0)) / a for x, a in zip(c, acq)]))
             notes.append("failed cond puts/acq %.2f" % st.median([x.get("condFail", 0) / a for x, a in zip(c, acq)]))
+        if "handovers_per_s" in g[0]: notes.append("handovers to another process %.0f/s" % med(g, "handovers_per_s"))
         notes.append("overlaps %s" % sum(r["overlaps"] for r in g))
-        notes.append("served %s/%s" % (min(r["clients_that_acquired"] for r in g), g[0]["k"]))
+        notes.append("served %s of %s" % (",".join(str(r["clients_that_acquired"]) for r in g), g[0]["k"]))
         notes.append("per-client min-max %s-%s" % (min(r["min_per_client"] for r in g), max(r["max_per_client"] for r in g)))
         notes.append("max wait %.0f ms" % max(r["max_wait_ms"] for r in g))
     if "requests_per_cycle" in g[0]: notes.append("req/cycle %.2f" % med(g, "requests_per_cycle"))

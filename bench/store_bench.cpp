@@ -617,7 +617,8 @@ int cmd_ddb_contend(args const& a) {
 
     // Mutual exclusion: sorted by acquisition, every interval must start after all earlier ones ended.
     std::sort(all.begin(), all.end(), [](iv const& x, iv const& y) { return x.a < y.a; });
-    std::uint64_t overlaps = 0;
+    std::uint64_t overlaps = 0, handovers = 0; // handover: acquired by another process than the last holder
+    for (std::size_t i = 1; i < all.size(); ++i) handovers += all[i].who != all[i - 1].who;
     std::int64_t max_end = std::numeric_limits<std::int64_t>::min(), min_gap = std::numeric_limits<std::int64_t>::max();
     for (auto const& x : all) {
         if (x.a < max_end) ++overlaps;
@@ -645,7 +646,7 @@ int cmd_ddb_contend(args const& a) {
                 "\"requests_per_acq\":%.2f,\"wire_get_per_acq\":%.2f,\"wire_put_per_acq\":%.2f,"
                 "\"poll_reads_per_acq\":%.2f,\"reads_after_failed_put_per_acq\":%.2f,"
                 "\"failed_cond_puts_per_acq\":%.2f,\"other_put_errors\":%" PRIu64 ",\"acquire_errors\":%" PRIu64
-                ",\"release_errors\":%" PRIu64 ",\"clients_that_acquired\":%" PRIu64 ",\"min_per_client\":%" PRIu64
+                ",\"release_errors\":%" PRIu64 ",\"handovers_per_s\":%.1f,\"clients_that_acquired\":%" PRIu64 ",\"min_per_client\":%" PRIu64
                 ",\"max_per_client\":%" PRIu64 ",\"per_client\":[%s],\"overlaps\":%" PRIu64
                 ",\"min_handover_gap_ms\":%.3f,\"client_cpu_us_per_acq\":%.1f,\"wire\":{\"GetItem\":%" PRIu64 ",\"PutItem\":%" PRIu64
                 ",\"DeleteItem\":%" PRIu64 ",\"other\":%" PRIu64 "},\"store\":{\"get\":%" PRIu64 ",\"put\":%" PRIu64
@@ -655,7 +656,7 @@ int cmd_ddb_contend(args const& a) {
                 pct(waits, 100), static_cast<double>(wire) * per, static_cast<double>(w_get) * per,
                 static_cast<double>(w_put) * per, static_cast<double>(gets) * per,
                 static_cast<double>(w_get > gets ? w_get - gets : 0) * per, static_cast<double>(put_pf) * per,
-                put_err, acq_err, rel_err, served, min_pp == ~0ull ? 0 : min_pp, max_pp, pp.c_str(), overlaps,
+                put_err, acq_err, rel_err, static_cast<double>(handovers) / static_cast<double>(seconds), served, min_pp == ~0ull ? 0 : min_pp, max_pp, pp.c_str(), overlaps,
                 min_gap == std::numeric_limits<std::int64_t>::max() ? 0.0 : static_cast<double>(min_gap) / 1e6,
                 cpu_total * 1e6 * per, w_get,
                 w_put, w_del, w_other, gets, puts, errors.empty() ? "" : ",\"errors\":\"", errors.c_str(),
