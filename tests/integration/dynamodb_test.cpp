@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -790,6 +791,52 @@ TEST_CASE("requests: JSON 1.0 headers, SigV4 for dynamodb, the exact body") {
     CHECK(contains(std::string(req[bhttp::field::authorization]), "/eu-west-1/dynamodb/aws4_request"));
     CHECK(!req["X-Amz-Date"].empty());
     CHECK(req.body() == baton::detail::dynamodb::get_item_request({"locks", "pk"}, "jobs/a"));
+}
+
+TEST_CASE("credentials from a provider; ExpiredTokenException makes the next request fetch them afresh") {
+    asio::io_context ioc;
+    scripted_server server{ioc};
+    auto vars = std::make_shared<std::map<std::string, std::string, std::less<>>>(
+        std::map<std::string, std::string, std::less<>>{{"AWS_ACCESS_KEY_ID", "AKIDONE"},
+                                                        {"AWS_SECRET_ACCESS_KEY", "secret-one"},
+                                                        {"AWS_SESSION_TOKEN", "token-one"}});
+    baton::aws::env_lookup env = [vars](std::string_view name) -> std::optional<std::string> {
+        auto it = vars->find(name);
+        return it == vars->end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    auto provider = baton::aws::environment_credentials(ioc.get_executor(), env);
+    baton::dynamodb_backend_params p;
+    p.endpoint = server.url();
+    p.region = "eu-west-1";
+    p.table = "locks";
+    p.http.attempt_timeout = 400ms;
+    p.credentials_provider = provider;
+    baton::dynamodb_backend backend{ioc.get_executor(), p};
+    auto get = [&] { return await<baton::get_result>(ioc, [&](auto h) { backend.async_get("k", std::move(h)); }); };
+
+    server.script.push_back(reply(200, R"({})"));
+    auto [ec1, r1] = get();
+    CHECK_FALSE(ec1);
+    REQUIRE(server.received.size() == 1);
+    CHECK(server.received[0][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDONE/"));
+    CHECK(server.received[0]["X-Amz-Security-Token"] == "token-one");
+
+    (*vars)["AWS_ACCESS_KEY_ID"] = "AKIDTWO";
+    (*vars)["AWS_SESSION_TOKEN"] = "token-two";
+    server.script.push_back(reply(400, R"({"__type":"com.amazon.coral.service#ExpiredTokenException",)"
+                                       R"("message":"The security token included in the request is expired"})"));
+    auto [ec2, r2] = get();
+    CHECK(ec2 == errc::auth_failed);
+    CHECK(r2.diag.service_code == "ExpiredTokenException");
+    CHECK(server.received[1][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDONE/"));
+
+    server.script.push_back(reply(200, R"({})"));
+    auto [ec3, r3] = get();
+    CHECK_FALSE(ec3);
+    REQUIRE(server.received.size() == 3);
+    CHECK(server.received[2][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDTWO/"));
+    CHECK(server.received[2]["X-Amz-Security-Token"] == "token-two");
+    CHECK(provider.fetch_count() == 2);
 }
 
 TEST_CASE("x-amz-crc32: a mismatch is a transient service_unavailable; a missing header is accepted") {

@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -412,6 +414,80 @@ TEST_CASE("listing follows continuation tokens, decodes keys and ETags, and refu
 
 TEST_SUITE("s3_rgw") {
 
+TEST_CASE("credentials from a provider: fetched before the first request, refetched after ExpiredToken") {
+    net::io_context ioc;
+    fake_s3 f(ioc); // serves the container credentials endpoint and S3 alike
+    auto creds_json = [](std::string key) {
+        return answer(200,
+                      "{\"AccessKeyId\":\"" + key +
+                          "\",\"SecretAccessKey\":\"s3cr3t\",\"Token\":\"tok\",\"Expiration\":\"2099-01-01T00:00:00Z\"}",
+                      {{"Content-Type", "application/json"}});
+    };
+    auto provider = baton::aws::container_credentials(
+        ioc.get_executor(), baton::aws::fixed_environment({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", f.url() + "/creds"}}));
+    baton::s3_backend_params p;
+    p.endpoint = f.url();
+    p.bucket = "bucket";
+    p.http.attempt_timeout = 400ms;
+    p.preconditions = baton::s3_precondition_check::trust;
+    p.credentials_provider = provider;
+    baton::s3_backend b(ioc.get_executor(), p);
+
+    f.then(creds_json("AKIDFIRST"));
+    f.then(s3_error(404, "NoSuchKey"));
+    auto [ec1, g1] = run<baton::get_result>(ioc, b.async_get("k"));
+    INFO(g1.diag.to_string());
+    CHECK_FALSE(ec1);
+    REQUIRE(f.st->seen.size() == 2);
+    CHECK(f.st->seen[0].target() == "/creds");
+    CHECK(header(f.st->seen[1], "Authorization").find("Credential=AKIDFIRST/") != std::string::npos);
+    CHECK(header(f.st->seen[1], "X-Amz-Security-Token") == "tok");
+
+    // Cached: the next request goes straight out. Then the service says the token expired.
+    f.then(s3_error(400, "ExpiredToken", "The provided token has expired."));
+    auto [ec2, g2] = run<baton::get_result>(ioc, b.async_get("k"));
+    CHECK(ec2 == errc::auth_failed);
+    CHECK(g2.diag.service_code == "ExpiredToken");
+    CHECK(f.st->seen.size() == 3);
+    CHECK(provider.fetch_count() == 1);
+
+    f.then(creds_json("AKIDSECOND"));
+    f.then(s3_error(404, "NoSuchKey"));
+    auto [ec3, g3] = run<baton::get_result>(ioc, b.async_get("k"));
+    CHECK_FALSE(ec3);
+    CHECK(provider.fetch_count() == 2);
+    REQUIRE(f.st->seen.size() == 5);
+    CHECK(header(f.st->seen[4], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
+}
+
+TEST_CASE("no credentials anywhere: the request fails with no_credentials listing the sources, nothing is sent") {
+    net::io_context ioc;
+    fake_s3 f(ioc);
+    baton::s3_backend_params p;
+    p.endpoint = f.url();
+    p.bucket = "bucket";
+    p.preconditions = baton::s3_precondition_check::trust;
+    p.credentials_provider = baton::aws::default_chain(
+        ioc.get_executor(), baton::aws::fixed_environment({{"HOME", "/nonexistent-baton-home"},
+                                                           {"AWS_EC2_METADATA_DISABLED", "true"}}));
+    baton::s3_backend b(ioc.get_executor(), p);
+    auto [ec, r] = run<baton::put_result>(ioc, b.async_put("k", "x", precondition::none()));
+    CHECK(ec == errc::no_credentials);
+    CHECK(ec == baton::condition::auth);
+    CHECK_FALSE(baton::is_retryable(ec));
+    CHECK(r.diag.message.find("environment") != std::string::npos);
+    CHECK(r.diag.message.find("profile") != std::string::npos);
+    CHECK(r.diag.message.find("container") != std::string::npos);
+    CHECK(r.diag.message.find("instance metadata") != std::string::npos);
+    CHECK(f.st->seen.empty());
+
+    baton::s3_backend_params both = p;
+    both.credentials.access_key_id = "AKID";
+    both.credentials.secret_access_key = "s";
+    CHECK_THROWS_WITH_AS(both.validate(), doctest::Contains("either credentials or credentials_provider"),
+                         baton::config_error);
+}
+
 TEST_CASE("record store semantics on RGW") {
     SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
     net::io_context ioc;
@@ -522,6 +598,39 @@ TEST_CASE("SigV4 is accepted; a wrong secret is auth_failed with the 403 in diag
     CHECK(pec == errc::auth_failed);
     CHECK(pr.diag.http_status == 403);
     CHECK(!wrong.probed());
+}
+
+TEST_CASE("RGW accepts requests signed with credentials from a profile file; a rewritten wrong secret is refused") {
+    SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
+    net::io_context ioc;
+    std::string const dir = "/tmp/baton-it-profile-" + random_hex();
+    std::filesystem::create_directories(dir);
+    auto write_profile = [&](std::string const& secret) {
+        std::ofstream(dir + "/credentials") << "# written by the integration test\n[rgw]\naws_access_key_id = "
+                                            << rgw_srv.access_key << "\naws_secret_access_key = " << secret << "\n";
+    };
+    write_profile(rgw_srv.secret_key);
+    auto env = baton::aws::fixed_environment({{"AWS_SHARED_CREDENTIALS_FILE", dir + "/credentials"},
+                                              {"AWS_CONFIG_FILE", dir + "/config"},
+                                              {"AWS_PROFILE", "rgw"}});
+    auto p = params_for(rgw_srv, bucket_for(rgw_srv), "profile-" + random_hex() + "/");
+    p.credentials = {};
+    p.credentials_provider = baton::aws::profile_credentials(ioc.get_executor(), "", env);
+    baton::s3_backend b(ioc.get_executor(), p);
+    auto [pec, pr] = run<baton::put_result>(ioc, b.async_put("k", "v", precondition::absent()));
+    INFO(pr.diag.to_string());
+    REQUIRE_FALSE(pec);
+    auto [gec, g] = run<baton::get_result>(ioc, b.async_get("k"));
+    REQUIRE_FALSE(gec);
+    REQUIRE(g.found);
+    CHECK(g.found->body == "v");
+
+    write_profile("not-the-secret");
+    p.credentials_provider->invalidate();
+    auto [wec, w] = run<baton::get_result>(ioc, b.async_get("k"));
+    CHECK(wec == errc::auth_failed);
+    CHECK(w.diag.http_status == 403);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("probe on RGW: conditional create and replace honoured, quoted-ETag quirk and ignored DELETE If-Match found") {

@@ -123,7 +123,7 @@ inline constexpr code_mapping dynamodb_codes[] = {
     {"ResourceNotFoundException", errc::not_found},
     // The table (or index) is being created, updated or already exists: a state, not a transient failure.
     {"ResourceInUseException", errc::precondition_failed},
-    // Credentials and signatures (expired tokens are refreshed by the credentials layer, then retried).
+    // Credentials and signatures (after an expired token the backend makes its credentials provider fetch afresh).
     {"AccessDeniedException", errc::auth_failed},
     {"AccessDenied", errc::auth_failed},
     {"UnrecognizedClientException", errc::auth_failed},

@@ -74,6 +74,7 @@
     from one thread or strand (pass a strand as the executor).
 */
 
+#include <baton/aws/credentials.hpp>
 #include <baton/aws/endpoint.hpp>
 #include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
@@ -122,8 +123,17 @@ struct dynamodb_backend_params {
     std::string table;
     /// Name of the table's partition (HASH) key attribute, of type S. Default `pk`.
     std::string partition_key = "pk";
-    /// The identity that signs requests. Access key id and secret are required.
+    /// The identity that signs requests: access key id and secret, unless `credentials_provider` is set.
     aws::credentials credentials;
+    /** Where credentials come from instead, e.g. `aws::default_chain(ex)`: leave `credentials` empty.
+
+        Requests sign with the provider's cached credentials without waiting; only when it
+        has none usable (first use, or expiry within its mandatory window) does a request
+        wait for a fetch, and a failed fetch fails the request with its diagnostics
+        (`errc::no_credentials` listing every source tried). An `ExpiredTokenException`
+        answer makes the provider fetch afresh for the next request.
+    */
+    std::optional<aws::credentials_provider> credentials_provider;
     /// Connections, timeouts and response limits of the HTTP client.
     http::client_options http;
     /// Puts with larger bodies fail with `errc::invalid_argument`. Default 128 KiB (at most 180 KiB).
@@ -155,8 +165,14 @@ struct dynamodb_backend_params {
             diagnostics d;
             if (!http::parse_endpoint(endpoint, d)) fail("endpoint: " + d.message);
         }
-        if (credentials.access_key_id.empty()) fail("credentials.access_key_id must be set");
-        if (credentials.secret_access_key.empty()) fail("credentials.secret_access_key must be set");
+        if (credentials_provider) {
+            if (!credentials.access_key_id.empty() || !credentials.secret_access_key.empty())
+                fail("set either credentials or credentials_provider, not both");
+        } else {
+            if (credentials.access_key_id.empty())
+                fail("credentials.access_key_id must be set (or set credentials_provider, e.g. aws::default_chain)");
+            if (credentials.secret_access_key.empty()) fail("credentials.secret_access_key must be set");
+        }
         if (max_body_bytes == 0 || max_body_bytes > 180 * 1024)
             fail("max_body_bytes must be 1 to 184320 (DynamoDB items hold at most 400 KB, and JSON bodies are "
                  "stored twice)");
@@ -293,6 +309,10 @@ struct dynamodb_state {
         if (auto it = res.find("x-amzn-ErrorType"); it != res.end())
             type = std::string_view(it->value().data(), it->value().size());
         r.ec = dynamodb::parse_error(r.status, r.body, type, r.diag);
+        // Temporary credentials can expire early (revoked session, clock skew): fetch afresh next time.
+        if (params.credentials_provider &&
+            (r.diag.service_code == "ExpiredTokenException" || r.diag.service_code == "ExpiredToken"))
+            aws::credentials_provider(*params.credentials_provider).invalidate(); // a handle: copies share state
         explain(r.diag);
         return r;
     }
@@ -493,9 +513,30 @@ private:
         req.set(bhttp::field::accept_encoding, "identity");
         req.body() = std::move(body);
         req.prepare_payload();
+        if (!st_->params.credentials_provider)
+            return sign_and_send(op, st_->params.credentials, std::move(req), slot, std::forward<F>(f));
+        auto& provider = *st_->params.credentials_provider;
+        if (auto creds = provider.usable_now())
+            return sign_and_send(op, *creds, std::move(req), slot, std::forward<F>(f));
+        provider.async_get(boost::asio::bind_cancellation_slot(
+            slot, [self = *this, op = std::string(op), req = std::move(req), slot,
+                   f = std::forward<F>(f)](error_code ec, aws::fetched_credentials fc) mutable {
+                if (ec) {
+                    result r;
+                    r.ec = ec;
+                    r.diag = std::move(fc.diag);
+                    return f(std::move(r));
+                }
+                self.sign_and_send(op, *fc.value, std::move(req), slot, std::move(f));
+            }));
+    }
+
+    template <class F>
+    void sign_and_send(std::string_view op, aws::credentials const& creds, http::request req,
+                       boost::asio::cancellation_slot slot, F&& f) const {
         auto now = std::chrono::system_clock::now();
         if (st_->client.has_skew_estimate()) now += st_->client.skew_estimate();
-        if (error_code sec = (*signer_)(req, st_->params.credentials, st_->signing, now)) {
+        if (error_code sec = (*signer_)(req, creds, st_->signing, now)) {
             result r;
             r.ec = sec;
             r.diag.message = std::string(op) + ": the request could not be signed (" + sec.message() +

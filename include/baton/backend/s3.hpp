@@ -80,6 +80,7 @@
     backend and their operations must run on one thread or one strand.
 */
 
+#include <baton/aws/credentials.hpp>
 #include <baton/aws/endpoint.hpp>
 #include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
@@ -157,6 +158,15 @@ struct s3_backend_params {
     std::optional<bool> path_style;
     /// Static credentials that sign every request. Never logged; `credentials.redacted()` names the key id only.
     aws::credentials credentials;
+    /** Where credentials come from instead, e.g. `aws::default_chain(ex)`: leave `credentials` empty.
+
+        Requests sign with the provider's cached credentials without waiting; only when it
+        has none usable (first use, or expiry within its mandatory window) does a request
+        wait for a fetch, and a failed fetch fails the request with its diagnostics
+        (`errc::no_credentials` listing every source tried). An `ExpiredToken` answer
+        makes the provider fetch afresh for the next request.
+    */
+    std::optional<aws::credentials_provider> credentials_provider;
     /// Connection, timeout and size settings of the HTTP client.
     http::client_options http;
     /// Largest body a put accepts; larger ones fail with `errc::invalid_argument`. Default 5 MiB.
@@ -189,8 +199,15 @@ struct s3_backend_params {
             diagnostics d;
             if (!http::parse_endpoint(endpoint, d)) fail("endpoint: " + d.message);
         }
-        if (credentials.access_key_id.empty()) fail("credentials.access_key_id must not be empty");
-        if (credentials.secret_access_key.empty()) fail("credentials.secret_access_key must not be empty");
+        if (credentials_provider) {
+            if (!credentials.access_key_id.empty() || !credentials.secret_access_key.empty())
+                fail("set either credentials or credentials_provider, not both");
+        } else {
+            if (credentials.access_key_id.empty())
+                fail("credentials.access_key_id must not be empty (or set credentials_provider, e.g. "
+                     "aws::default_chain)");
+            if (credentials.secret_access_key.empty()) fail("credentials.secret_access_key must not be empty");
+        }
         if (probe_prefix.empty()) fail("probe_prefix must not be empty");
         if (key_prefix.size() + probe_prefix.size() > 960)
             fail("key_prefix and probe_prefix together must be at most 960 bytes, to leave room for keys");
@@ -373,8 +390,30 @@ struct s3_state {
     template <class F>
     static void send(std::shared_ptr<s3_state> const& st, aws::sigv4_signer const& signer, http::request req,
                      s3_asio::cancellation_slot slot, F&& f) {
+        if (!st->params.credentials_provider)
+            return sign_and_send(st, signer, st->params.credentials, std::move(req), slot, std::forward<F>(f));
+        auto& provider = *st->params.credentials_provider;
+        if (auto creds = provider.usable_now())
+            return sign_and_send(st, signer, *creds, std::move(req), slot, std::forward<F>(f));
+        provider.async_get(s3_asio::bind_cancellation_slot(
+            slot, [st, signer, req = std::move(req), slot,
+                   f = std::forward<F>(f)](error_code ec, aws::fetched_credentials fc) mutable {
+                if (ec) {
+                    s3_reply r;
+                    r.ec = ec;
+                    r.info.diag = std::move(fc.diag);
+                    return f(std::move(r));
+                }
+                sign_and_send(st, signer, *fc.value, std::move(req), slot, std::move(f));
+            }));
+    }
+
+    template <class F>
+    static void sign_and_send(std::shared_ptr<s3_state> const& st, aws::sigv4_signer const& signer,
+                              aws::credentials const& creds, http::request req, s3_asio::cancellation_slot slot,
+                              F&& f) {
         auto const now = std::chrono::system_clock::now() + st->client.skew_estimate();
-        if (auto ec = signer.sign(req, st->params.credentials, st->signing, now)) {
+        if (auto ec = signer.sign(req, creds, st->signing, now)) {
             s3_reply r;
             r.ec = errc::invalid_argument;
             r.info.diag.message = "the request could not be signed (" + ec.message() +
@@ -387,12 +426,24 @@ struct s3_state {
         st->client.async_request(
             st->ep, std::move(req), info,
             s3_asio::bind_cancellation_slot(
-                slot, [f = std::forward<F>(f), reply = std::move(reply)](error_code ec, http::response res) mutable {
+                slot, [st, f = std::forward<F>(f), reply = std::move(reply)](error_code ec, http::response res) mutable {
                     reply->ec = ec;
                     reply->res = std::move(res);
+                    st->note_expired_credentials(reply->res);
                     f(std::move(*reply));
                 }));
     }
+
+    // Temporary credentials can expire early (revoked session, clock skew): fetch afresh next time.
+    void note_expired_credentials(http::response const& res) {
+        auto const status = res.result_int();
+        if (!credentials_provider_in_use() || (status != 400 && status != 403)) return;
+        diagnostics scratch;
+        std::string code;
+        s3_response_error(res, scratch, code);
+        if (code == "ExpiredToken" || code == "TokenRefreshRequired") params.credentials_provider->invalidate();
+    }
+    bool credentials_provider_in_use() const noexcept { return params.credentials_provider.has_value(); }
 
     template <class Handler, class Result>
     void complete(Handler&& h, error_code ec, Result&& r) const {
