@@ -17,7 +17,9 @@
 // If baton itself is killed, the command is killed too (it would run unprotected).
 
 #include <baton/baton.hpp>
+#include <baton/aws/credentials.hpp>
 #include <baton/aws/endpoint.hpp>
+#include <baton/aws/profile.hpp>
 #include <baton/backend/file.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -128,12 +130,15 @@ char const* const usage_aws =
     "                     AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL_DYNAMODB, then\n"
     "                     AWS_ENDPOINT_URL, unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true;\n"
     "                     else AWS in the region)\n"
-    "  --region REGION    AWS region (default: AWS_REGION, AWS_DEFAULT_REGION; s3://\n"
-    "                     with a custom endpoint: us-east-1)\n"
+    "  --region REGION    AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the\n"
+    "                     profile's region; s3:// with a custom endpoint: us-east-1)\n"
     "  --path-style       s3://: address the bucket as host/bucket/key (default for\n"
     "                     custom endpoints and bucket names with a dot)\n"
     "  --virtual-hosted   s3://: address the bucket as bucket.host/key (default on AWS)\n"
-    "  credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN\n";
+    "  credentials: the AWS SDKs' default chain: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+    "               AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE,\n"
+    "               AWS_ROLE_ARN); profiles (AWS_PROFILE, ~/.aws/credentials, ~/.aws/config);\n"
+    "               ECS/EKS container credentials; EC2 instance metadata (IMDSv2)\n";
 
 [[noreturn]] void die(int code, std::string const& line) {
     std::fprintf(stderr, "baton: %s\n", line.c_str());
@@ -527,21 +532,24 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
     }
 }
 
-// The credentials that sign requests to AWS stores. One place, so that a provider chain
-// (profiles, SSO, instance roles) can replace the environment here without touching the rest.
-baton::aws::credentials load_credentials() {
-    auto env = [](char const* name) {
-        char const* v = std::getenv(name);
-        return std::string(v ? v : "");
-    };
-    baton::aws::credentials c;
-    c.access_key_id = env("AWS_ACCESS_KEY_ID");
-    c.secret_access_key = env("AWS_SECRET_ACCESS_KEY");
-    c.session_token = env("AWS_SESSION_TOKEN");
-    if (c.access_key_id.empty() || c.secret_access_key.empty())
-        die(exit_usage, "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                        "(profiles and instance roles are not supported by this build yet)");
-    return c;
+// The credentials that sign requests to AWS stores, from the SDKs' default chain
+// (environment, web identity, profile files, container, instance metadata). Fetched
+// once up front so that "no credentials" is one clear line before anything starts;
+// the backend then keeps them fresh through the provider.
+struct loaded_credentials {
+    baton::aws::credentials_provider provider;
+    baton::aws::credentials first; // what the first fetch gave, for messages (redacted there)
+};
+
+loaded_credentials load_credentials(asio::io_context& ioc) {
+    auto provider = baton::aws::default_chain(ioc.get_executor());
+    std::optional<std::pair<baton::error_code, baton::aws::fetched_credentials>> got;
+    provider.async_get([&](baton::error_code ec, baton::aws::fetched_credentials fc) { got.emplace(ec, std::move(fc)); });
+    while (!got) ioc.run_one();
+    ioc.restart(); // running out of work stopped it; the store's operations run on it next
+    auto& [ec, fc] = *got;
+    if (ec) die(exit_usage, fc.diag.message.empty() ? "no AWS credentials: " + ec.message() : fc.diag.message);
+    return {std::move(provider), *fc.value};
 }
 
 // The endpoint an AWS store uses: --endpoint, else the environment (AWS_ENDPOINT_URL_<SERVICE>,
@@ -563,12 +571,16 @@ endpoint_choice choose_endpoint(options const& o, std::string_view service_id) {
     return {};
 }
 
-// --region, else AWS_REGION (the SDKs' variable), else AWS_DEFAULT_REGION (the CLI's); may be empty.
+// --region, else AWS_REGION (the SDKs' variable), else AWS_DEFAULT_REGION (the CLI's), else the
+// profile's `region`; may be empty. Broken shared files are one clear line, not a silent default.
 std::string choose_region(options const& o) {
     if (!o.region.empty()) return o.region;
-    for (char const* name : {"AWS_REGION", "AWS_DEFAULT_REGION"})
-        if (char const* v = std::getenv(name); v && *v) return v;
-    return {};
+    baton::diagnostics d;
+    baton::aws::shared_config config;
+    if (baton::aws::load_shared_config(config, d)) die(exit_usage, d.message);
+    d = {};
+    auto region = baton::aws::resolve_region(config, baton::aws::choose_profile(), d);
+    return region ? region->name : std::string();
 }
 
 // " at ORIGIN (endpoint from SOURCE)": where requests go, for messages and the probe report.
@@ -602,14 +614,15 @@ int main(int argc, char** argv) {
                 p.region = "us-east-1"; // what S3-compatible stores expect unless configured otherwise
             }
             p.path_style = o.path_style;
-            p.credentials = load_credentials();
+            auto creds = load_credentials(ioc);
+            p.credentials_provider = creds.provider;
             baton::s3_backend backend(ioc.get_executor(), p);
             baton::diagnostics d;
             auto const address = baton::aws::resolve_s3_address(p.endpoint, p.region, p.bucket, p.path_style, d);
             store.container = "bucket '" + p.bucket + "'";
             if (!p.key_prefix.empty()) store.container += ", prefix '" + p.key_prefix + "'";
             if (address) store.location = describe_location(address->endpoint, chosen, p.region);
-            store.identity = p.credentials.redacted();
+            store.identity = creds.first.redacted();
             store.addressing = backend.path_style() ? "path-style" : "virtual-hosted";
             return dispatch<baton::s3_lease>(ioc, std::move(backend), o, store);
         }
@@ -620,12 +633,13 @@ int main(int argc, char** argv) {
             p.endpoint = chosen.url;
             p.region = choose_region(o);
             if (p.region.empty()) die(exit_usage, "no region: pass --region or set AWS_REGION");
-            p.credentials = load_credentials();
+            auto creds = load_credentials(ioc);
+            p.credentials_provider = creds.provider;
             baton::dynamodb_backend backend(ioc.get_executor(), p);
             store.container = "table '" + p.table + "'";
             store.location =
                 describe_location(baton::http::endpoint::from_url(p.effective_endpoint()), chosen, p.region);
-            store.identity = p.credentials.redacted();
+            store.identity = creds.first.redacted();
             return dispatch<baton::dynamodb_lease>(ioc, std::move(backend), o, store);
         }
         baton::file_backend_params p;

@@ -26,7 +26,9 @@ from s3_request import create_bucket, s3_request
 
 AWS_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
             "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-            "AWS_PROFILE")
+            "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+            "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI")
 
 baton = sys.argv[1]
 failures = []
@@ -206,6 +208,27 @@ def dynamodb_checks(work):
                    ["run", "--store", "dynamodb://" + table, "--key", "k"] + cmd, env,
                    "table '%s' does not exist at %s (endpoint from AWS_ENDPOINT_URL_DYNAMODB)" % (table, endpoint))
     check("dynalite: the command did not run for a missing table", not os.path.exists(marker))
+
+    # Credentials and region from a profile (the default chain), nothing in the environment.
+    with open(os.path.join(work, "config"), "w") as f:
+        f.write("[profile ci]\nregion = %s\n" % env["AWS_REGION"])
+    with open(os.path.join(work, "credentials"), "w") as f:
+        f.write("[ci]\naws_access_key_id = %s\naws_secret_access_key = %s\n"
+                % (env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]))
+    profile_env = {"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_PROFILE": "ci",
+                   "AWS_CONFIG_FILE": os.path.join(work, "config"),
+                   "AWS_SHARED_CREDENTIALS_FILE": os.path.join(work, "credentials")}
+    expect_refusal("dynalite: region and credentials from a profile reach the store",
+                   ["status", "--store", "dynamodb://" + table, "--key", "k"], profile_env,
+                   "table '%s' does not exist" % table)
+
+    # No credentials anywhere: one line naming every source tried, before anything is sent.
+    bare_env = {"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_REGION": env["AWS_REGION"],
+                "HOME": os.path.join(work, "no-home"), "AWS_EC2_METADATA_DISABLED": "true"}
+    expect_refusal("dynalite: no credentials: one line listing the sources tried, exit 64",
+                   ["status", "--store", "dynamodb://" + table, "--key", "k"], bare_env,
+                   "no AWS credentials found; tried: environment (AWS_ACCESS_KEY_ID not set)",
+                   "web identity", "profile 'default'", "container", "instance metadata (AWS_EC2_METADATA_DISABLED")
 
 
 def main():
