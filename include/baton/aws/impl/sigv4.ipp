@@ -153,7 +153,16 @@ BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcep
         }
         return t;
     }();
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(out + 2 * i, pairs.data() + 2 * p[i], 2);
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) { // four bytes to eight characters, one store
+        char chunk[8];
+        std::memcpy(chunk + 0, pairs.data() + 2 * p[i + 0], 2);
+        std::memcpy(chunk + 2, pairs.data() + 2 * p[i + 1], 2);
+        std::memcpy(chunk + 4, pairs.data() + 2 * p[i + 2], 2);
+        std::memcpy(chunk + 6, pairs.data() + 2 * p[i + 3], 2);
+        std::memcpy(out + 2 * i, chunk, 8);
+    }
+    for (; i < n; ++i) std::memcpy(out + 2 * i, pairs.data() + 2 * p[i], 2);
 }
 
 inline error_code crypto_failure() noexcept {
@@ -165,7 +174,7 @@ inline error_code crypto_failure() noexcept {
 inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 // Character classes for validation, one table lookup per character.
-enum : unsigned char { scope_char = 1, visible_char = 2, key_id_char = 4, hash_char = 8 };
+enum : unsigned char { scope_char = 1, visible_char = 2, key_id_char = 4, hash_char = 8, unreserved_char = 16 };
 inline constexpr auto char_classes = [] {
     std::array<unsigned char, 256> t{};
     for (int c = 0x21; c <= 0x7e; ++c) {
@@ -174,6 +183,7 @@ inline constexpr auto char_classes = [] {
         if (c != '/' && c != ',') v |= key_id_char;
         if (alnum || c == '-' || c == '_' || c == '.') v |= scope_char;
         if (alnum || c == '-') v |= hash_char;
+        if (alnum || c == '-' || c == '.' || c == '_' || c == '~') v |= unreserved_char; // RFC 3986
         t[static_cast<std::size_t>(c)] = v;
     }
     return t;
@@ -379,23 +389,61 @@ inline void append_canonical_value(std::string& out, std::string_view v) {
     }
 }
 
-// Fills s.canonical_headers ("name:value\n"...) and s.signed_headers; false when there is no host.
-BATON_DECL bool build_canonical_headers(scratch& s, bhttp::fields const& fields) {
+// Lower-cases ASCII letters of `in` into `out` (same length), eight bytes at a time;
+// other bytes, including non-ASCII ones, are copied unchanged.
+inline void ascii_lower(std::string_view in, char* out) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ull;
+    constexpr std::uint64_t highs = 0x8080808080808080ull;
+    std::size_t i = 0;
+    for (; i + 8 <= in.size(); i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, in.data() + i, 8);
+        std::uint64_t const low7 = w & ~highs;
+        std::uint64_t const above_z = low7 + ones * (0x80 - 'Z' - 1); // high bit set where byte > 'Z'
+        std::uint64_t const from_a = low7 + ones * (0x80 - 'A');      // high bit set where byte >= 'A'
+        std::uint64_t const upper = (from_a & ~above_z) & ~w & highs; // ASCII 'A'..'Z'
+        w |= upper >> 2;                                              // 0x80 >> 2 == 0x20
+        std::memcpy(out + i, &w, 8);
+    }
+    for (; i < in.size(); ++i) {
+        char const c = in[i];
+        out[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+    }
+}
+
+// A header the signer sets itself: any copy already in the request is left out (it will be
+// replaced), and `value` is signed in its place when `signed_value`.
+struct owned_header {
+    std::string_view lower_name;
+    std::string_view value;
+    bool signed_value = false;
+    bool was_present = false; // out: the request carried one
+};
+
+// Fills s.canonical_headers ("name:value\n"...) and s.signed_headers from the request's fields
+// and the signer's own headers, without touching the request; false when there is no host.
+BATON_DECL bool build_canonical_headers(scratch& s, bhttp::fields const& fields, owned_header* owned = nullptr,
+                                        std::size_t owned_count = 0) {
     s.names.clear();
     s.headers.clear();
     std::uint32_t seq = 0;
     bool has_host = false;
+    auto is_owned = [&](std::string_view lower) {
+        for (std::size_t k = 0; k < owned_count; ++k) {
+            if (owned[k].lower_name == lower) {
+                owned[k].was_present = true;
+                return true;
+            }
+        }
+        return false;
+    };
     for (auto const& f : fields) {
         std::string_view const name = sv(f.name_string());
         std::size_t const off = s.names.size();
         s.names.resize(off + name.size());
-        char* const dst = s.names.data() + off;
-        for (std::size_t i = 0; i < name.size(); ++i) {
-            char const c = name[i];
-            dst[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-        }
+        ascii_lower(name, s.names.data() + off);
         std::string_view const lower(s.names.data() + off, name.size());
-        if (is_unsigned_header(lower)) {
+        if (is_unsigned_header(lower) || is_owned(lower)) {
             s.names.resize(off);
             continue;
         }
@@ -404,6 +452,13 @@ BATON_DECL bool build_canonical_headers(scratch& s, bhttp::fields const& fields)
                              sv(f.value())});
     }
     if (!has_host) return false;
+    for (std::size_t k = 0; k < owned_count; ++k) {
+        if (!owned[k].signed_value) continue;
+        std::size_t const off = s.names.size();
+        s.names.append(owned[k].lower_name);
+        s.headers.push_back({static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(owned[k].lower_name.size()),
+                             seq++, owned[k].value});
+    }
     char const* const base = s.names.data();
     auto name_of = [base](header_entry const& h) { return std::string_view(base + h.name_off, h.name_len); };
     std::sort(s.headers.begin(), s.headers.end(), [&](header_entry const& a, header_entry const& b) {
@@ -510,6 +565,10 @@ BATON_DECL void finish_query(scratch& s) {
 }
 
 BATON_DECL void append_segment(std::string& out, std::string_view seg, bool encode_as_sent, std::string& tmp) {
+    if (all_of_class(seg, unreserved_char)) { // nothing to decode or encode: the usual key
+        out.append(seg);
+        return;
+    }
     if (encode_as_sent) {
         append_encoded(out, seg);
     } else {
@@ -657,19 +716,18 @@ BATON_DECL error_code sign_header_in_place(bhttp::request_header<>& req, std::st
     std::string_view query;
     split_target(sv(req.target()), path, query);
     if (!path.empty() && path.front() != '/') return invalid();
-    if (req.find(bhttp::field::host) == req.end()) return invalid(); // before changing anything
-
-    // The signer owns these headers: replace whatever an earlier attempt left.
-    // A stale Authorization is skipped by the canonicaliser and replaced at the end
-    // (sign_header_impl erases it on failure), so it is not erased up front.
-    req.set(date_header, amz_date);
-    if (params.s3_rules || params.content_sha256_header) req.set(content_sha256_header, payload_hash);
-    req.erase(security_token_header);
+    // The signer owns these headers: whatever an earlier attempt left is replaced, but only
+    // once the signature is made, so a failure leaves the request as it was (less any stale
+    // Authorization, which sign_header_impl erases). Canonicalisation signs the new values.
     bool const has_token = !creds.session_token.empty();
-    if (has_token && params.sign_session_token) req.set(security_token_header, creds.session_token);
-
+    bool const sets_content_sha256 = params.s3_rules || params.content_sha256_header;
+    owned_header owned[3] = {
+        {"x-amz-date", amz_date, true},
+        {"x-amz-security-token", creds.session_token, has_token && params.sign_session_token},
+        {"x-amz-content-sha256", payload_hash, true},
+    };
     scratch& s = thread_scratch();
-    if (!build_canonical_headers(s, req)) return invalid();
+    if (!build_canonical_headers(s, req, owned, sets_content_sha256 ? 3 : 2)) return invalid();
     s.params_buf.clear();
     s.params.clear();
     parse_query(s, query);
@@ -696,8 +754,13 @@ BATON_DECL error_code sign_header_in_place(bhttp::request_header<>& req, std::st
     auth.append(s.signed_headers);
     auth.append(", Signature=");
     auth.append(signature);
+    req.set(date_header, amz_date);
+    if (sets_content_sha256) req.set(content_sha256_header, payload_hash);
+    if (has_token)
+        req.set(security_token_header, creds.session_token); // signed or not, as params say
+    else if (owned[1].was_present)
+        req.erase(security_token_header);
     req.set(bhttp::field::authorization, auth);
-    if (has_token && !params.sign_session_token) req.set(security_token_header, creds.session_token);
 
     if (steps != nullptr) {
         steps->canonical_request = s.creq;
