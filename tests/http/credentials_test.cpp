@@ -5,6 +5,7 @@
 // them through the documented variables (AWS_CONTAINER_CREDENTIALS_FULL_URI, AWS_EC2_METADATA_SERVICE_ENDPOINT,
 // AWS_ENDPOINT_URL_STS) in an injected environment. Every wait is bounded; nothing sleeps.
 #include <baton/aws/credentials.hpp>
+#include <test_common/fixtures.hpp>
 
 #include <doctest/doctest.h>
 
@@ -180,45 +181,19 @@ std::shared_ptr<got> start_get(aws::credentials_provider& p) {
     return g;
 }
 
+using test_common::test_env;
+
+struct temp_dir : test_common::temp_dir {
+    temp_dir() : test_common::temp_dir("baton-creds") {}
+};
+
 got get(net::io_context& ioc, aws::credentials_provider& p) {
     auto g = start_get(p);
     REQUIRE(run_until(ioc, [&] { return g->done; }));
     return *g;
 }
 
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("baton-creds-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string write(std::string const& name, std::string const& text) const {
-        auto const p = path / name;
-        fs::create_directories(p.parent_path());
-        std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
-        return p.string();
-    }
-};
 
-// An injected environment, safe to read from several threads while the test does not change it.
-struct test_env {
-    std::shared_ptr<std::map<std::string, std::string, std::less<>>> vars =
-        std::make_shared<std::map<std::string, std::string, std::less<>>>();
-    void set(std::string const& k, std::string const& v) { (*vars)[k] = v; }
-    void unset(std::string const& k) { vars->erase(k); }
-    aws::env_lookup lookup() const {
-        return [v = vars](std::string_view name) -> std::optional<std::string> {
-            auto const it = v->find(name);
-            if (it == v->end()) return std::nullopt;
-            return it->second;
-        };
-    }
-};
 
 struct test_clock {
     std::shared_ptr<std::atomic<std::int64_t>> ticks = std::make_shared<std::atomic<std::int64_t>>(

@@ -9,6 +9,7 @@
 // Every test creates its own table (async_create_table) and deletes it afterwards. Every
 // wait is bounded.
 #include <baton/baton.hpp>
+#include <test_common/fixtures.hpp>
 
 #include <doctest/doctest.h>
 
@@ -28,7 +29,6 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -796,15 +796,11 @@ TEST_CASE("requests: JSON 1.0 headers, SigV4 for dynamodb, the exact body") {
 TEST_CASE("credentials from a provider; ExpiredTokenException makes the next request fetch them afresh") {
     asio::io_context ioc;
     scripted_server server{ioc};
-    auto vars = std::make_shared<std::map<std::string, std::string, std::less<>>>(
-        std::map<std::string, std::string, std::less<>>{{"AWS_ACCESS_KEY_ID", "AKIDONE"},
-                                                        {"AWS_SECRET_ACCESS_KEY", "secret-one"},
-                                                        {"AWS_SESSION_TOKEN", "token-one"}});
-    baton::aws::env_lookup env = [vars](std::string_view name) -> std::optional<std::string> {
-        auto it = vars->find(name);
-        return it == vars->end() ? std::nullopt : std::optional<std::string>(it->second);
-    };
-    auto provider = baton::aws::environment_credentials(ioc.get_executor(), env);
+    test_common::test_env env;
+    env.set("AWS_ACCESS_KEY_ID", "AKIDONE");
+    env.set("AWS_SECRET_ACCESS_KEY", "secret-one");
+    env.set("AWS_SESSION_TOKEN", "token-one");
+    auto provider = baton::aws::environment_credentials(ioc.get_executor(), env.lookup());
     baton::dynamodb_backend_params p;
     p.endpoint = server.url();
     p.region = "eu-west-1";
@@ -821,8 +817,8 @@ TEST_CASE("credentials from a provider; ExpiredTokenException makes the next req
     CHECK(server.received[0][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDONE/"));
     CHECK(server.received[0]["X-Amz-Security-Token"] == "token-one");
 
-    (*vars)["AWS_ACCESS_KEY_ID"] = "AKIDTWO";
-    (*vars)["AWS_SESSION_TOKEN"] = "token-two";
+    env.set("AWS_ACCESS_KEY_ID", "AKIDTWO");
+    env.set("AWS_SESSION_TOKEN", "token-two");
     server.script.push_back(reply(400, R"({"__type":"com.amazon.coral.service#ExpiredTokenException",)"
                                        R"("message":"The security token included in the request is expired"})"));
     auto [ec2, r2] = get();

@@ -6,6 +6,7 @@
 #include <baton/backend/s3.hpp>
 #include <baton/baton.hpp>
 #include <baton/detail/lease_record.hpp>
+#include <test_common/fixtures.hpp>
 
 #include <doctest/doctest.h>
 
@@ -24,8 +25,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -603,15 +602,13 @@ TEST_CASE("SigV4 is accepted; a wrong secret is auth_failed with the 403 in diag
 TEST_CASE("RGW accepts requests signed with credentials from a profile file; a rewritten wrong secret is refused") {
     SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
     net::io_context ioc;
-    std::string const dir = "/tmp/baton-it-profile-" + random_hex();
-    std::filesystem::create_directories(dir);
+    test_common::temp_dir dir("baton-it-profile");
     auto write_profile = [&](std::string const& secret) {
-        std::ofstream(dir + "/credentials") << "# written by the integration test\n[rgw]\naws_access_key_id = "
-                                            << rgw_srv.access_key << "\naws_secret_access_key = " << secret << "\n";
+        return dir.write("credentials", "# written by the integration test\n[rgw]\naws_access_key_id = " +
+                                            rgw_srv.access_key + "\naws_secret_access_key = " + secret + "\n");
     };
-    write_profile(rgw_srv.secret_key);
-    auto env = baton::aws::fixed_environment({{"AWS_SHARED_CREDENTIALS_FILE", dir + "/credentials"},
-                                              {"AWS_CONFIG_FILE", dir + "/config"},
+    auto env = baton::aws::fixed_environment({{"AWS_SHARED_CREDENTIALS_FILE", write_profile(rgw_srv.secret_key)},
+                                              {"AWS_CONFIG_FILE", (dir.path / "config").string()},
                                               {"AWS_PROFILE", "rgw"}});
     auto p = params_for(rgw_srv, bucket_for(rgw_srv), "profile-" + random_hex() + "/");
     p.credentials = {};
@@ -630,7 +627,6 @@ TEST_CASE("RGW accepts requests signed with credentials from a profile file; a r
     auto [wec, w] = run<baton::get_result>(ioc, b.async_get("k"));
     CHECK(wec == errc::auth_failed);
     CHECK(w.diag.http_status == 403);
-    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("probe on RGW: conditional create and replace honoured, quoted-ETag quirk and ignored DELETE If-Match found") {

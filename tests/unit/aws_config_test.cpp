@@ -4,6 +4,7 @@
 // the environment is always an injected one, never the process's.
 #include <baton/aws/credentials.hpp>
 #include <baton/aws/profile.hpp>
+#include <test_common/fixtures.hpp>
 
 #include <doctest/doctest.h>
 
@@ -32,44 +33,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using test_common::test_env;
+
 // A directory removed at the end of the test.
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() /
-               ("baton-aws-config-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string write(std::string const& name, std::string const& text) const {
-        auto const p = path / name;
-        fs::create_directories(p.parent_path());
-        std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
-        return p.string();
-    }
+struct temp_dir : test_common::temp_dir {
+    temp_dir() : test_common::temp_dir("baton-aws-config") {}
 };
 
-// A mutable injected environment; lookups are counted per name.
-struct test_env {
-    std::shared_ptr<std::map<std::string, std::string, std::less<>>> vars =
-        std::make_shared<std::map<std::string, std::string, std::less<>>>();
-    std::shared_ptr<std::map<std::string, int, std::less<>>> reads = std::make_shared<std::map<std::string, int, std::less<>>>();
 
-    void set(std::string const& k, std::string const& v) { (*vars)[k] = v; }
-    void unset(std::string const& k) { vars->erase(k); }
-    aws::env_lookup lookup() const {
-        return [v = vars, r = reads](std::string_view name) -> std::optional<std::string> {
-            ++(*r)[std::string(name)];
-            auto const it = v->find(name);
-            if (it == v->end()) return std::nullopt;
-            return it->second;
-        };
-    }
-};
 
 // A wall clock the test moves by hand.
 struct test_clock {
@@ -617,7 +588,7 @@ TEST_CASE("refresh windows: advisory in the background, mandatory waits, one fet
     aws::provider_options opts;
     opts.now = clock.fn();
     auto p = aws::environment_credentials(ioc.get_executor(), env.lookup(), opts);
-    auto fetches = [&] { return (*env.reads)["AWS_ACCESS_KEY_ID"]; };
+    auto fetches = [&] { return env.reads_of("AWS_ACCESS_KEY_ID"); };
 
     auto g = get(ioc, p);
     REQUIRE_FALSE(g.ec);
@@ -738,7 +709,7 @@ TEST_CASE("concurrent callers share one fetch; a cancelled caller leaves the oth
     cancel.emit(net::cancellation_type::terminal);
     drain(ioc);
     CHECK(p.fetch_count() == 1);
-    CHECK((*env.reads)["AWS_ACCESS_KEY_ID"] == 1);
+    CHECK(env.reads_of("AWS_ACCESS_KEY_ID") == 1);
     for (auto const& g : all) {
         REQUIRE(g->done);
         CHECK_FALSE(g->ec);
@@ -799,7 +770,7 @@ TEST_CASE("default chain: picks the first configured source and remembers it") {
     p.invalidate();
     g = get(ioc, p);
     CHECK(g.fc.value->access_key_id == "AKIDFILE");
-    CHECK((*env.reads)["AWS_ACCESS_KEY_ID"] == 1); // only the first search looked at the environment
+    CHECK(env.reads_of("AWS_ACCESS_KEY_ID") == 1); // only the first search looked at the environment
 
     // The remembered source stops being configured: the chain searches again and finds the environment.
     dir.write(".aws/credentials", "");

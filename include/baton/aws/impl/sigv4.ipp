@@ -153,16 +153,16 @@ BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcep
         }
         return t;
     }();
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) { // four bytes to eight characters, one store
+    unsigned char const* const end = p + n;
+    for (; end - p >= 4; p += 4, out += 8) { // four bytes to eight characters, one store
         char chunk[8];
-        std::memcpy(chunk + 0, pairs.data() + 2 * p[i + 0], 2);
-        std::memcpy(chunk + 2, pairs.data() + 2 * p[i + 1], 2);
-        std::memcpy(chunk + 4, pairs.data() + 2 * p[i + 2], 2);
-        std::memcpy(chunk + 6, pairs.data() + 2 * p[i + 3], 2);
-        std::memcpy(out + 2 * i, chunk, 8);
+        std::memcpy(chunk + 0, pairs.data() + 2 * p[0], 2);
+        std::memcpy(chunk + 2, pairs.data() + 2 * p[1], 2);
+        std::memcpy(chunk + 4, pairs.data() + 2 * p[2], 2);
+        std::memcpy(chunk + 6, pairs.data() + 2 * p[3], 2);
+        std::memcpy(out, chunk, 8);
     }
-    for (; i < n; ++i) std::memcpy(out + 2 * i, pairs.data() + 2 * p[i], 2);
+    for (; p != end; ++p, out += 2) std::memcpy(out, pairs.data() + 2 * *p, 2);
 }
 
 inline error_code crypto_failure() noexcept {
