@@ -737,9 +737,7 @@ TEST_CASE("default chain without network: one error listing every source") {
               "/.aws/config: no such file); container (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/FULL_URI not set); "
               "instance metadata (AWS_EC2_METADATA_DISABLED is true)");
 
-    // An explicit profile skips the environment's keys, and must exist.
-    env.set("AWS_ACCESS_KEY_ID", "AKIDENV");
-    env.set("AWS_SECRET_ACCESS_KEY", "secret-env");
+    // A profile named by AWS_PROFILE must exist.
     env.set("AWS_PROFILE", "work");
     g = get(ioc, p);
     CHECK(g.ec == errc::no_credentials);
@@ -750,6 +748,16 @@ TEST_CASE("default chain without network: one error listing every source") {
     CHECK(g.fc.value->access_key_id == "AKIDWORK");
     CHECK(g.fc.source == "profile 'work'");
     CHECK(p.current_source() == "profile 'work'");
+
+    // Keys in the environment still come first with AWS_PROFILE set, as in botocore (only a
+    // profile chosen in code skips them): `aws configure export-credentials` output works.
+    env.set("AWS_ACCESS_KEY_ID", "AKIDENV");
+    env.set("AWS_SECRET_ACCESS_KEY", "secret-env");
+    auto fresh = aws::default_chain(ioc.get_executor(), env.lookup());
+    g = get(ioc, fresh);
+    REQUIRE_FALSE(g.ec);
+    CHECK(g.fc.value->access_key_id == "AKIDENV");
+    CHECK(g.fc.source == "environment");
 }
 
 TEST_CASE("default chain: picks the first configured source and remembers it") {

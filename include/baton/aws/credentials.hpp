@@ -15,8 +15,10 @@
       container endpoint (ECS, EKS Pod Identity) and EC2 instance metadata
       (IMDSv2, falling back to IMDSv1 where allowed).
     - `default_chain` tries them in the SDKs' order: environment, web
-      identity, profile, container, instance metadata. A profile named by
-      `AWS_PROFILE` or `AWS_DEFAULT_PROFILE` skips the environment's keys.
+      identity, profile, container, instance metadata. Keys in the
+      environment win even when `AWS_PROFILE` names a profile, as in
+      botocore (only a profile chosen in code skips them), so credentials
+      exported by `aws configure export-credentials` work under any profile.
       A source that is not configured passes to the next; a source that
       is configured but fails stops the chain with its error (a silent
       fall-through to another identity would be worse); instance metadata
@@ -69,6 +71,7 @@
 #include <boost/url/rfc/unreserved_chars.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -1207,7 +1210,9 @@ public:
         w.handler.emplace(std::move(h));
         if (slot.is_connected()) {
             w.slot = slot;
-            slot.assign([weak = weak_from_this(), id = w.id](asio::cancellation_type) {
+            w.cancelled = std::make_shared<std::atomic<bool>>(false);
+            slot.assign([weak = weak_from_this(), id = w.id, flag = w.cancelled](asio::cancellation_type) {
+                flag->store(true);
                 if (auto self = weak.lock()) self->cancel_waiter(id);
             });
         }
@@ -1244,6 +1249,9 @@ private:
         std::uint64_t id = 0;
         std::optional<handler_type> handler; // emplaced, never move-assigned (Boost 1.81)
         asio::cancellation_slot slot;
+        // Set by the slot: a cancellation that arrives after the fetch took the waiter
+        // (cancel_waiter no longer finds it) must still win over the result.
+        std::shared_ptr<std::atomic<bool>> cancelled;
     };
 
     asio::any_io_executor ex_;
@@ -1269,10 +1277,17 @@ private:
 
     // Completes a waiter whose cancellation slot we used. The slot is cleared on the handler's own
     // executor, where the caller may emit the signal, not on the strand that finished the fetch.
-    void complete_waiter(handler_type h, asio::cancellation_slot slot, error_code ec, fetched_credentials fc) {
+    void complete_waiter(handler_type h, asio::cancellation_slot slot, std::shared_ptr<std::atomic<bool>> cancelled,
+                         error_code ec, fetched_credentials fc) {
         auto const hex = asio::get_associated_executor(h, ex_);
-        asio::post(ex_, asio::bind_executor(hex, [h = std::move(h), slot, ec, fc = std::move(fc)]() mutable {
+        asio::post(ex_, asio::bind_executor(hex, [this_name = name_, h = std::move(h), slot, cancelled, ec,
+                                                  fc = std::move(fc)]() mutable {
                        if (slot.is_connected()) slot.clear();
+                       if (cancelled && cancelled->load()) {
+                           fetched_credentials none;
+                           none.diag.message = "cancelled while waiting for credentials from " + this_name;
+                           return std::move(h)(asio::error::operation_aborted, std::move(none));
+                       }
                        std::move(h)(ec, std::move(fc));
                    }));
     }
@@ -1344,7 +1359,7 @@ private:
             }
             ready.splice(ready.end(), waiters_);
         }
-        for (auto& w : ready) complete_waiter(std::move(*w.handler), w.slot, ec, fc);
+        for (auto& w : ready) complete_waiter(std::move(*w.handler), w.slot, w.cancelled, ec, fc);
     }
 
     // Called with m_ held, after a successful fetch.
@@ -1615,7 +1630,7 @@ inline credentials_provider default_chain(boost::asio::any_io_executor ex, env_l
             auto const sts = detail::sts_client(strand, o);
             auto const metadata = detail::metadata_client(strand, o);
             std::vector<detail::chain_source::link> links;
-            links.push_back({std::make_unique<detail::environment_source>(env, true), false});
+            links.push_back({std::make_unique<detail::environment_source>(env, false), false});
             links.push_back({std::make_unique<detail::web_identity_source>(env, o, sts), false});
             links.push_back({std::make_unique<detail::profile_source>(std::string(), env, o, sts), false});
             links.push_back({std::make_unique<detail::container_source>(env, o, metadata), false});

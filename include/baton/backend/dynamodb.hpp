@@ -90,6 +90,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -518,7 +519,8 @@ private:
         auto& provider = *st_->params.credentials_provider;
         if (auto creds = provider.usable_now())
             return sign_and_send(op, *creds, std::move(req), slot, std::forward<F>(f));
-        provider.async_get(boost::asio::bind_cancellation_slot(
+        // The continuation runs on the backend's executor (its strand), not the provider's.
+        provider.async_get(boost::asio::bind_executor(ex_, boost::asio::bind_cancellation_slot(
             slot, [self = *this, op = std::string(op), req = std::move(req), slot,
                    f = std::forward<F>(f)](error_code ec, aws::fetched_credentials fc) mutable {
                 if (ec) {
@@ -528,7 +530,7 @@ private:
                     return f(std::move(r));
                 }
                 self.sign_and_send(op, *fc.value, std::move(req), slot, std::move(f));
-            }));
+            })));
     }
 
     template <class F>

@@ -96,6 +96,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/error.hpp>
@@ -395,7 +396,8 @@ struct s3_state {
         auto& provider = *st->params.credentials_provider;
         if (auto creds = provider.usable_now())
             return sign_and_send(st, signer, *creds, std::move(req), slot, std::forward<F>(f));
-        provider.async_get(s3_asio::bind_cancellation_slot(
+        // The continuation runs on the backend's executor (its strand), not the provider's.
+        provider.async_get(s3_asio::bind_executor(st->ex, s3_asio::bind_cancellation_slot(
             slot, [st, signer, req = std::move(req), slot,
                    f = std::forward<F>(f)](error_code ec, aws::fetched_credentials fc) mutable {
                 if (ec) {
@@ -405,7 +407,7 @@ struct s3_state {
                     return f(std::move(r));
                 }
                 sign_and_send(st, signer, *fc.value, std::move(req), slot, std::move(f));
-            }));
+            })));
     }
 
     template <class F>

@@ -220,10 +220,11 @@ BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char*
     auto const secs = floor<seconds>(now);
     // Requests signed in the same second share a date; civil-date arithmetic is not free.
     thread_local struct {
-        seconds at{-1};
+        bool valid = false;
+        seconds at{};
         char text[16];
     } last;
-    if (secs.time_since_epoch() == last.at) {
+    if (last.valid && secs.time_since_epoch() == last.at) {
         std::memcpy(out, last.text, 16);
         return true;
     }
@@ -250,6 +251,7 @@ BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char*
     *out++ = 'Z';
     std::memcpy(last.text, start, 16);
     last.at = secs.time_since_epoch();
+    last.valid = true;
     return true;
 }
 
