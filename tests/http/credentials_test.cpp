@@ -5,6 +5,7 @@
 // them through the documented variables (AWS_CONTAINER_CREDENTIALS_FULL_URI, AWS_EC2_METADATA_SERVICE_ENDPOINT,
 // AWS_ENDPOINT_URL_STS) in an injected environment. Every wait is bounded; nothing sleeps.
 #include <baton/aws/credentials.hpp>
+#include <test_common/credentials.hpp>
 #include <test_common/fixtures.hpp>
 
 #include <doctest/doctest.h>
@@ -164,22 +165,8 @@ bool run_until(net::io_context& ioc, Pred done, std::chrono::steady_clock::durat
     return true;
 }
 
-struct got {
-    bool done = false;
-    error_code ec;
-    aws::fetched_credentials fc;
-};
-
-std::shared_ptr<got> start_get(aws::credentials_provider& p) {
-    auto g = std::make_shared<got>();
-    p.async_get([g](error_code ec, aws::fetched_credentials fc) {
-        g->ec = ec;
-        g->fc = std::move(fc);
-        g->done = true;
-    });
-    CHECK_FALSE(g->done);
-    return g;
-}
+using test_common::got;
+using test_common::start_get;
 
 using test_common::test_env;
 

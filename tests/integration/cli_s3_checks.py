@@ -70,15 +70,21 @@ def marker_command(work):
     return marker, ["--", "sh", "-c", "touch " + marker]
 
 
-def s3rver_checks(work):
-    endpoint = os.environ["BATON_S3RVER_ENDPOINT"]
-    region = os.environ.get("BATON_S3RVER_REGION", "us-east-1")
-    ak, sk = os.environ["BATON_S3RVER_ACCESS_KEY"], os.environ["BATON_S3RVER_SECRET_KEY"]
+def s3_store(prefix):
+    """A fresh bucket on the server named by the BATON_<prefix>_* variables, the CLI's environment
+    for it, and its s3:// store URL with the prefix 'locks/'."""
+    endpoint = os.environ["BATON_%s_ENDPOINT" % prefix]
+    region = os.environ.get("BATON_%s_REGION" % prefix, "us-east-1")
+    ak, sk = os.environ["BATON_%s_ACCESS_KEY" % prefix], os.environ["BATON_%s_SECRET_KEY" % prefix]
     bucket = "baton-cli-%d" % os.getpid()
     create_bucket(endpoint, region, ak, sk, bucket)
     env = {"AWS_ENDPOINT_URL_S3": endpoint, "AWS_REGION": region, "AWS_ACCESS_KEY_ID": ak,
            "AWS_SECRET_ACCESS_KEY": sk}
-    store = "s3://%s/locks" % bucket
+    return endpoint, region, ak, sk, bucket, env, "s3://%s/locks" % bucket
+
+
+def s3rver_checks(work):
+    endpoint, region, ak, sk, bucket, env, store = s3_store("S3RVER")
 
     rc, out, err = run(["probe", "--store", store], env)
     check("s3rver: probe exits 1 and refuses leases, naming what failed",
@@ -108,14 +114,7 @@ def s3rver_checks(work):
 
 
 def rgw_checks(work):
-    endpoint = os.environ["BATON_S3_ENDPOINT"]
-    region = os.environ.get("BATON_S3_REGION", "us-east-1")
-    ak, sk = os.environ["BATON_S3_ACCESS_KEY"], os.environ["BATON_S3_SECRET_KEY"]
-    bucket = "baton-cli-%d" % os.getpid()
-    create_bucket(endpoint, region, ak, sk, bucket)
-    env = {"AWS_ENDPOINT_URL_S3": endpoint, "AWS_REGION": region, "AWS_ACCESS_KEY_ID": ak,
-           "AWS_SECRET_ACCESS_KEY": sk}
-    store = "s3://%s/locks" % bucket
+    endpoint, region, ak, sk, bucket, env, store = s3_store("S3")
 
     rc, out, err = run(["probe", "--store", store], env)
     check("rgw: probe reports the quirks and supports leases",

@@ -4,6 +4,7 @@
 // the environment is always an injected one, never the process's.
 #include <baton/aws/credentials.hpp>
 #include <baton/aws/profile.hpp>
+#include <test_common/credentials.hpp>
 #include <test_common/fixtures.hpp>
 
 #include <doctest/doctest.h>
@@ -64,23 +65,8 @@ std::string iso(std::chrono::system_clock::time_point t) {
     return buf;
 }
 
-struct got {
-    bool done = false;
-    error_code ec;
-    aws::fetched_credentials fc;
-};
-
-// Starts async_get; checks it did not complete inline.
-std::shared_ptr<got> start_get(aws::credentials_provider& p) {
-    auto g = std::make_shared<got>();
-    p.async_get([g](error_code ec, aws::fetched_credentials fc) {
-        g->done = true;
-        g->ec = ec;
-        g->fc = std::move(fc);
-    });
-    CHECK_FALSE(g->done);
-    return g;
-}
+using test_common::got;
+using test_common::start_get;
 
 void drain(net::io_context& ioc) {
     ioc.restart();
