@@ -424,7 +424,8 @@ TEST_CASE("options are validated") {
                          baton::config_error);
 }
 
-TEST_CASE("keep-alive: sequential requests reuse one connection") {
+TEST_CASE("keep-alive: sequential requests reuse one connection" *
+          doctest::test_suite("concurrency")) {
     net::io_context ioc;
     test_server srv(ioc, [](server_request const& r, int) { return ok("hello " + std::string(r.target())); });
     bh::client c(ioc.get_executor());
@@ -495,7 +496,8 @@ TEST_CASE("Connection: close is honoured from either side") {
     CHECK(c.idle_connections() == 0);
 }
 
-TEST_CASE("an idle connection the server closed is not reused, and nothing is sent on it") {
+TEST_CASE("an idle connection the server closed is not reused, and nothing is sent on it" *
+          doctest::test_suite("concurrency")) {
     net::io_context ioc;
     test_server srv(ioc, [](server_request const&, int) {
         reply r = ok("once"); // says keep-alive, then closes anyway
@@ -526,7 +528,8 @@ TEST_CASE("idle connections older than idle_timeout are retired") {
     CHECK(c.idle_connections() == 0);
 }
 
-TEST_CASE("the pool cap queues requests beyond it, FIFO, and they reuse the capped connections") {
+TEST_CASE("the pool cap queues requests beyond it, FIFO, and they reuse the capped connections" *
+          doctest::test_suite("concurrency")) {
     net::io_context ioc;
     test_server srv(ioc, [](server_request const& r, int) { return ok(std::string(r.target())); });
     bh::client_options opts;
@@ -547,7 +550,8 @@ TEST_CASE("the pool cap queues requests beyond it, FIFO, and they reuse the capp
     CHECK(c.idle_connections() == 2);
 }
 
-TEST_CASE("a request queued at the cap times out unsent, and a queued request can be cancelled") {
+TEST_CASE("a request queued at the cap times out unsent, and a queued request can be cancelled" *
+          doctest::test_suite("concurrency")) {
     net::io_context ioc;
     test_server srv(ioc, [](server_request const&, int) { return with_kind(reply::hang); });
     bh::client_options opts;

@@ -894,7 +894,7 @@ TEST_CASE("default chain: nothing anywhere gives one error naming every source a
 
 // ---- sharing and refreshing ---------------------------------------------------------------------------
 
-TEST_CASE("concurrent callers share one fetch") {
+TEST_CASE("concurrent callers share one fetch" * doctest::test_suite("concurrency")) {
     net::io_context ioc;
     responder server(ioc, [](server_request const&) {
         return respond(200, creds_json("ASIASHARED", std::chrono::system_clock::now() + 6h));
@@ -915,7 +915,8 @@ TEST_CASE("concurrent callers share one fetch") {
     }
 }
 
-TEST_CASE("advisory window: one background refresh while usable_now keeps returning the current credentials") {
+TEST_CASE("advisory window: one background refresh while usable_now keeps returning the current credentials" *
+          doctest::test_suite("concurrency")) {
     net::io_context ioc;
     test_clock clock;
     int issued = 0;
@@ -976,7 +977,7 @@ TEST_CASE("mandatory window with a failing endpoint: the current credentials sta
     CHECK(g.fc.value == nullptr);
 }
 
-TEST_CASE("threads: usable_now and async_get from many threads during refreshes") {
+TEST_CASE("threads: usable_now and async_get from many threads during refreshes" * doctest::test_suite("concurrency")) {
     net::io_context server_ioc;
     test_clock clock;
     std::atomic<int> issued{0};
@@ -984,6 +985,7 @@ TEST_CASE("threads: usable_now and async_get from many threads during refreshes"
         int const n = ++issued;
         return respond(200, creds_json("ASIAT" + std::to_string(n), clock.now() + 20min));
     });
+    auto const url = server.url("/c"); // before the server's thread touches it
     auto server_work = net::make_work_guard(server_ioc);
     std::thread server_thread([&] { server_ioc.run(); });
 
@@ -992,10 +994,11 @@ TEST_CASE("threads: usable_now and async_get from many threads during refreshes"
     std::vector<std::thread> runners;
     for (int i = 0; i < 2; ++i) runners.emplace_back([&] { ioc.run(); });
 
-    auto env = aws::fixed_environment({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", server.url("/c")}});
+    auto env = aws::fixed_environment({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", url}});
     aws::provider_options opts;
     opts.now = clock.fn();
     opts.min_refresh_interval = 0s;
+    opts.container_timeout = 60s; // a slow (sanitized, loaded) run must not fail the first fetch
     auto p = aws::container_credentials(ioc.get_executor(), env, opts);
 
     std::atomic<int> served{0}, failed{0}, nulls{0};

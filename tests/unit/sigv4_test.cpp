@@ -756,7 +756,7 @@ TEST_CASE("sigv4_signer derives the signing key once per day, region and service
     CHECK(signer.cache().derivations() == 5);
 }
 
-TEST_CASE("sigv4_signer is safe to share between threads") {
+TEST_CASE("sigv4_signer is safe to share between threads" * doctest::test_suite("concurrency")) {
     baton::aws::sigv4_signer signer;
     auto const params = signing_params::for_service("dynamodb", "us-east-1");
     std::vector<std::string> auths(4);
