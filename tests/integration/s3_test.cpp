@@ -151,11 +151,17 @@ std::string const& bucket_for(server const& s) {
     }                                                                                \
     server const& srv##_srv = *srv##_opt
 
+// A 3 s ttl: renew every ~1 s, stop acting at 2 s. A renewal has ~1 s to land, which one RGW
+// PUT on a loaded machine can approach; with 1 s holders would lose as documented.
+constexpr auto lease_ttl = 3000ms;
+constexpr auto lease_window = 2 * lease_ttl;       // ttl x max_clock_rate_skew (2): a takeover waits this long
+constexpr auto lease_deadline = lease_ttl * 2 / 3; // the renew deadline
+
 baton::lease_options short_lease(std::string key, std::string owner) {
     baton::lease_options o;
     o.key = std::move(key);
     o.owner = std::move(owner);
-    o.ttl = 1000ms;
+    o.ttl = lease_ttl;
     o.poll_interval = 100ms;
     return o;
 }
@@ -236,15 +242,18 @@ struct fake_s3 {
     std::shared_ptr<fake_state> st;
 };
 
+// Scripted replies come at once, but a loaded machine may take a while to serve them: 5 s, and
+// a short timeout only where a server that never answers is the subject.
 baton::s3_backend fake_backend(net::io_context& ioc, fake_s3 const& f,
-                               baton::s3_precondition_check check = baton::s3_precondition_check::trust) {
+                               baton::s3_precondition_check check = baton::s3_precondition_check::trust,
+                               std::chrono::milliseconds attempt_timeout = 5s) {
     baton::s3_backend_params p;
     p.endpoint = f.url();
     p.bucket = "bucket";
     p.key_prefix = "pre/";
     p.credentials.access_key_id = "AKIDEXAMPLE";
     p.credentials.secret_access_key = "secret";
-    p.http.attempt_timeout = 400ms;
+    p.http.attempt_timeout = attempt_timeout;
     p.preconditions = check;
     return baton::s3_backend(ioc.get_executor(), p);
 }
@@ -331,11 +340,13 @@ TEST_CASE("ambiguous and failed conditional writes are reported, never retried")
     std::tie(ec, r) = put();
     CHECK(ec == errc::service_unavailable);
     CHECK(r.diag.message.find("not an S3 error document") != std::string::npos);
-    // Sent, then no answer: timeout; sent, then the connection closed: unknown outcome.
+    // Sent, then no answer: timeout (on a backend with a short attempt timeout, its own
+    // connection); sent, then the connection closed: unknown outcome.
+    auto quick = fake_backend(ioc, f, baton::s3_precondition_check::trust, 400ms);
     reply h;
     h.kind = reply::hang;
     f.then(h);
-    std::tie(ec, r) = put();
+    std::tie(ec, r) = run<baton::put_result>(ioc, quick.async_put("k", "x", precondition::matches("\"v\"")));
     CHECK(ec == errc::timeout);
     CHECK(!r.diag.message.empty());
     reply c;
@@ -427,7 +438,7 @@ TEST_CASE("credentials from a provider: fetched before the first request, refetc
     baton::s3_backend_params p;
     p.endpoint = f.url();
     p.bucket = "bucket";
-    p.http.attempt_timeout = 400ms;
+    p.http.attempt_timeout = 5s; // nothing here hangs: only a loaded machine could make an answer late
     p.preconditions = baton::s3_precondition_check::trust;
     p.credentials_provider = provider;
     baton::s3_backend b(ioc.get_executor(), p);
@@ -667,8 +678,8 @@ TEST_CASE("leases on RGW: acquire, renew, release, takeover after destruction; t
     auto [iec, info1] = run<std::optional<baton::lease_info>>(ioc, a.async_inspect());
     REQUIRE(info1);
 
-    // Renewals keep it held across several TTLs (each renewal is an If-Match PUT, unquoted on RGW).
-    run_for(ioc, 2500ms);
+    // Renewals keep it held across two TTLs (each renewal is an If-Match PUT, unquoted on RGW).
+    run_for(ioc, 2 * lease_ttl);
     CHECK(a.is_held());
     auto [iec2, info2] = run<std::optional<baton::lease_info>>(ioc, a.async_inspect());
     REQUIRE(info2);
@@ -688,9 +699,10 @@ TEST_CASE("leases on RGW: acquire, renew, release, takeover after destruction; t
     auto const t0 = std::chrono::steady_clock::now();
     auto [cec, cg] = run<baton::lease_grant>(ioc, c.async_acquire());
     REQUIRE(!cec);
-    CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
-    CHECK(cg.fencing_token == 2);
+    // Through the marker (not took_over), not by waiting out a takeover; the bound is generous.
     CHECK(!cg.took_over);
+    CHECK(std::chrono::steady_clock::now() - t0 < lease_window);
+    CHECK(cg.fencing_token == 2);
 
     // Abandoned holder (destroyed without release): taken over after ttl x max_clock_rate_skew.
     auto d = std::make_unique<baton::s3_lease>(ioc.get_executor(), b, short_lease(key, "d"));
@@ -698,22 +710,30 @@ TEST_CASE("leases on RGW: acquire, renew, release, takeover after destruction; t
     d->async_acquire([&](error_code e, baton::lease_grant g) { dres.emplace(e, g); });
     run_for(ioc, 300ms);
     CHECK(!dres);
+    // The time first: if c is still held after it, c's last renewal was sent less than a renew
+    // deadline before t1, and d may take over only a window after that renewal landed.
+    auto const t1 = std::chrono::steady_clock::now();
+    bool const c_held = c.is_held();
     {
         baton::s3_lease gone = std::move(c);
     } // abandoned
-    auto const t1 = std::chrono::steady_clock::now();
-    REQUIRE(run_until(ioc, [&] { return dres.has_value(); }, 10s));
+    REQUIRE(run_until(ioc, [&] { return dres.has_value(); }, lease_window + 30s));
     auto const waited = std::chrono::steady_clock::now() - t1;
     INFO(d->last_diagnostics().to_string());
     REQUIRE(!dres->first);
     CHECK(dres->second.fencing_token == 3);
     CHECK(dres->second.took_over);
-    CHECK(waited >= 1500ms);
-    CHECK(waited < 5s);
+    if (c_held) {
+        CHECK(waited >= lease_window - lease_deadline);
+    } else {
+        MESSAGE("c had lost its lease before it was abandoned (a stalled renewal, documented): no lower bound");
+    }
+    CHECK(waited < lease_window + 10s); // generous: d polls every 100 ms
     REQUIRE(!run0(ioc, d->async_release()));
 }
 
-TEST_CASE("32 contenders racing put(absent) on one key: exactly one wins; 32 leases: exactly one holder") {
+TEST_CASE("32 contenders racing put(absent) on one key: exactly one wins; 32 leases: exactly one holder" *
+          doctest::test_suite("concurrency")) {
     SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
     net::io_context ioc;
     auto p = params_for(rgw_srv, bucket_for(rgw_srv), "race-" + random_hex() + "/");
@@ -733,13 +753,38 @@ TEST_CASE("32 contenders racing put(absent) on one key: exactly one wins; 32 lea
             return std::all_of(results.begin(), results.end(), [](auto const& r) { return r.has_value(); });
         }));
         int wins = 0, refused = 0;
-        for (auto const& r : results) {
-            if (!*r) ++wins;
-            else if (*r == errc::precondition_failed) ++refused;
-            else CHECK(baton::is_retryable(*r)); // 409/500/503: unknown, never a second winner
+        std::optional<std::size_t> winner;
+        std::set<std::string> in_doubt; // bodies of the writers whose outcome is unknown
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            auto const& r = results[i];
+            if (!*r) {
+                ++wins;
+                winner = i;
+            } else if (*r == errc::precondition_failed) {
+                ++refused;
+            } else {
+                CHECK(baton::is_retryable(*r)); // 409/500/503/timeouts: unknown, never a second winner
+                in_doubt.insert("writer " + std::to_string(i));
+            }
         }
-        CHECK(wins == 1);
-        CHECK(refused >= 1);
+        // RGW answers racing conditional writers with 500 at times, the winner included: its
+        // outcome is then unknown, as documented, so "no reported winner" is allowed.
+        MESSAGE(note << ": " << wins << " won, " << refused << " refused (412), " << in_doubt.size()
+                     << " unknown (409, 5xx, timeouts)");
+        CHECK(wins <= 1);
+        // Exactly one write landed: the reported winner's, or else one whose outcome is unknown.
+        auto [gec, g] = run<baton::get_result>(ioc, racer.async_get(key));
+        INFO(g.diag.to_string());
+        REQUIRE(!gec);
+        if (winner) {
+            REQUIRE(g.found);
+            CHECK(g.found->body == "writer " + std::to_string(*winner));
+        } else if (g.found) {
+            INFO(g.found->body);
+            CHECK(in_doubt.count(g.found->body) == 1);
+        } else {
+            CHECK(refused == 0); // a refusal (412) means some write had landed, and nothing erases it
+        }
     }
 
     std::vector<std::unique_ptr<baton::s3_lease>> leases;
@@ -761,6 +806,7 @@ TEST_CASE("32 contenders racing put(absent) on one key: exactly one wins; 32 lea
             CHECK((*got[i] == errc::held_by_other || baton::is_retryable(*got[i])));
         }
     }
+    // The leases settle unknown outcomes by reading their nonce back: one holder, whatever RGW answered.
     CHECK(holders == 1);
     for (auto& l : leases)
         if (l->is_held()) CHECK(!run0(ioc, l->async_release()));
@@ -770,32 +816,52 @@ TEST_CASE("a holder whose record was taken over learns lease_lost on its next re
     SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
     net::io_context ioc;
     baton::s3_backend b(ioc.get_executor(), params_for(rgw_srv, bucket_for(rgw_srv), "lost-" + random_hex() + "/"));
-    auto opts = short_lease("k", "holder");
-    opts.ttl = 3000ms; // renew every ~1 s, deadline at 2 s
+    // Probed first, so that the acquisition is one PUT: with the probe inside it, the first
+    // renewal comes due soon after it completes and races the intruder below.
+    REQUIRE(!run<baton::capabilities>(ioc, b.async_probe()).first);
+    auto opts = short_lease("k", "holder"); // renew every ~1 s, deadline at 2 s
     baton::s3_lease a(ioc.get_executor(), b, opts);
     auto [aec, ag] = run<baton::lease_grant>(ioc, a.async_acquire());
     REQUIRE(!aec);
     std::optional<error_code> lost;
     a.async_wait_lost([&](error_code ec) { lost = ec; });
 
-    // Another writer replaces the record under the holder's version (what a takeover does).
-    auto [gec, g] = run<baton::get_result>(ioc, b.async_get("k"));
-    REQUIRE(g.found);
-    baton::detail::lease_body intruder{"intruder#1", "", "nonce", ag.fencing_token + 1, false, 3000ms};
-    auto const t0 = std::chrono::steady_clock::now();
-    auto [pec, pr] = run<baton::put_result>(
-        ioc, b.async_put("k", baton::detail::encode_lease_body(intruder), precondition::matches(g.found->version)));
-    REQUIRE(!pec);
-    REQUIRE(run_until(ioc, [&] { return lost.has_value(); }, 5s));
+    // Another writer replaces the record under the holder's version (what a takeover does). A
+    // renewal can land between its read and its write (412), and RGW may answer a write racing a
+    // renewal with 500 (unknown outcome): read again, and write again unless it landed.
+    baton::detail::lease_body intruder{"intruder#1", "", "nonce", ag.fencing_token + 1, false, opts.ttl};
+    std::string const intruder_body = baton::detail::encode_lease_body(intruder);
+    std::string intruder_version;
+    for (int attempt = 0; attempt < 10 && intruder_version.empty(); ++attempt) {
+        auto [gec, g] = run<baton::get_result>(ioc, b.async_get("k"));
+        REQUIRE(!gec);
+        REQUIRE(g.found);
+        if (g.found->body == intruder_body) {
+            intruder_version = g.found->version; // an earlier attempt landed after all
+            break;
+        }
+        auto [pec, pr] = run<baton::put_result>(
+            ioc, b.async_put("k", intruder_body, precondition::matches(g.found->version)));
+        INFO(pr.diag.to_string());
+        if (!pec) {
+            intruder_version = pr.version;
+        } else {
+            CHECK((pec == errc::precondition_failed || baton::is_retryable(pec)));
+        }
+    }
+    REQUIRE(!intruder_version.empty());
+    auto const t0 = std::chrono::steady_clock::now(); // the intruder has landed
+    REQUIRE(run_until(ioc, [&] { return lost.has_value(); }, 30s));
     CHECK(*lost == errc::lease_lost);
-    // Learned from the refused renewal (within a renew interval), not from the 2 s deadline.
-    CHECK(std::chrono::steady_clock::now() - t0 < 1800ms);
+    // Learned from the refused renewal (the 412), not from the renew deadline; the time is a
+    // generous bound (a renewal is due within a renew interval, ~1 s).
     CHECK(a.last_diagnostics().http_status == 412);
+    CHECK(std::chrono::steady_clock::now() - t0 < lease_ttl);
     CHECK(!a.is_held());
     CHECK(run0(ioc, a.async_release()) == errc::lease_lost);
     auto [gec2, g2] = run<baton::get_result>(ioc, b.async_get("k"));
     REQUIRE(g2.found);
-    CHECK(g2.found->version == pr.version); // the holder never overwrote the new record
+    CHECK(g2.found->version == intruder_version); // the holder never overwrote the new record
 }
 
 } // TEST_SUITE s3_rgw
