@@ -259,6 +259,11 @@ private:
         detail::lease_machine m;
         timer acquire_timer, timeout_timer, renew_timer, deadline_timer, release_timer;
         bool closed = false;
+        // One per acquisition. Every request of the renew lane carries the term it was sent in,
+        // and its answer is dropped unless that term is still current: an answer of an ended
+        // term never reaches the machine or the new term's timers (DESIGN §6). If such a write
+        // lands late, the store's precondition refuses it or the new claim reads it as ours.
+        std::uint64_t term = 0;
 
         // acquire lane
         grant_handler acquire_h;
@@ -342,7 +347,11 @@ private:
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted), lease_grant{});
             if (acquire_busy || release_busy)
                 return post_completion(std::move(h), error_code(errc::operation_in_progress), lease_grant{});
+            deliver_overdue_loss();
             if (m.is_held(now())) return post_completion(std::move(h), error_code{}, grant());
+            // A new term: whatever the renew lane still has in flight belongs to the old one.
+            ++term;
+            renew_io = false;
             acquire_busy = true;
             acquire_stop = {};
             { // Boost 1.81's any_completion_handler move-assignment recurses: swap instead.
@@ -446,6 +455,15 @@ private:
             step_renew(m.renew_schedule(now()));
         }
 
+        // The renew deadline passed but its timer has not run yet (the application's own
+        // timer ran first): the loss is delivered now, before anything else is decided.
+        void deliver_overdue_loss() {
+            if (m.state() != lease_state::held || now() < m.deadline()) return;
+            m.on_deadline(now());
+            stop_renewal();
+            notify_waiters(errc::lease_lost);
+        }
+
         bool lose_if_past_deadline() {
             if (now() < m.deadline()) return false;
             m.on_deadline(now());
@@ -494,9 +512,9 @@ private:
                 arm_deadline();
                 renew_io = true;
                 backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
-                                  bound([self, gen](error_code ec, put_result r) {
+                                  bound([self, gen, sent_in = term](error_code ec, put_result r) {
+                                      if (self->closed || sent_in != self->term) return;
                                       self->renew_io = false;
-                                      if (self->closed) return;
                                       auto next = self->m.renew_on_write(self->now(), ec, r);
                                       self->after_renew_io(gen, std::move(next));
                                   }));
@@ -504,9 +522,9 @@ private:
             case t::read:
                 arm_deadline();
                 renew_io = true;
-                backend.async_get(m.options().key, bound([self, gen](error_code ec, get_result r) {
+                backend.async_get(m.options().key, bound([self, gen, sent_in = term](error_code ec, get_result r) {
+                    if (self->closed || sent_in != self->term) return;
                     self->renew_io = false;
-                    if (self->closed) return;
                     auto next = self->m.renew_on_read(self->now(), ec, r.found, r.diag);
                     self->after_renew_io(gen, std::move(next));
                 }));
@@ -537,6 +555,7 @@ private:
         void start_release(Handler&& h) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
             if (release_busy || acquire_busy) return post_completion(std::move(h), error_code(errc::operation_in_progress));
+            deliver_overdue_loss(); // a loss comes first: waiters learn lease_lost, not released
             if (!m.can_release()) return post_completion(std::move(h), error_code(errc::not_held));
             release_busy = true;
             {

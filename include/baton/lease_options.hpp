@@ -51,9 +51,9 @@ inline bool valid_utf8(std::string_view s) noexcept {
 
     Rules, checked by `validate()` (and so by every lease constructor):
     - `key` is 1 to 1024 bytes;
-    - `ttl` > 0, and `ttl` ≥ 3 × renew interval;
+    - 0 < `ttl` ≤ 24 h (the longest TTL a lease record may declare), and `ttl` ≥ 3 × renew interval;
     - renew interval < renew deadline < `ttl` (a renewal is tried before the deadline, and the deadline comes before expiry);
-    - `max_clock_rate_skew` ≥ 1;
+    - `max_clock_rate_skew` is a finite number from 1 to 1000 (so `ttl` × it always fits the clock's range);
     - 0 < `poll_interval` ≤ `ttl`;
     - `owner` (at most 1 KiB) and `value` (at most 8 KiB) are valid UTF-8, so
       that the record, escaped, always stays readable (under 64 KiB).
@@ -100,6 +100,9 @@ struct lease_options {
         if (key.size() > store_limits::max_key_bytes)
             throw config_error("lease_options: key must be at most 1024 bytes (it is " + std::to_string(key.size()) + ")");
         if (ttl.count() <= 0) throw config_error("lease_options: ttl must be positive");
+        if (ttl > std::chrono::hours(24))
+            throw config_error("lease_options: ttl (" + ms(ttl) +
+                               ") must be at most 24 hours (86400000ms), the longest a lease record may declare");
         auto const ri = effective_renew_interval();
         auto const rd = effective_renew_deadline();
         if (ri.count() <= 0) throw config_error("lease_options: renew_interval must be positive");
@@ -112,6 +115,10 @@ struct lease_options {
                                ms(ri) + ") so that a renewal is tried before it");
         if (!(max_clock_rate_skew >= 1.0))
             throw config_error("lease_options: max_clock_rate_skew must be at least 1 (a contender must wait at least a full ttl)");
+        // Also refuses infinity: ttl x skew must be a real time span (a contender's takeover window).
+        if (!(max_clock_rate_skew <= 1000.0))
+            throw config_error("lease_options: max_clock_rate_skew must be a finite number of at most 1000 "
+                               "(ttl x max_clock_rate_skew is how long a contender waits)");
         if (poll_interval.count() <= 0) throw config_error("lease_options: poll_interval must be positive");
         if (poll_interval > ttl)
             throw config_error("lease_options: poll_interval (" + ms(poll_interval) + ") must not exceed ttl (" + ms(ttl) + ")");

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <exception>
 #include <future>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -939,6 +940,219 @@ TEST_CASE("a key holding something else fails with foreign_record and explains w
         CHECK(g.found->body == body);
     });
     sched.run_for(1ms);
+}
+
+
+// ---- term boundaries: answers of an ended term, losses not yet delivered, writes in doubt -----
+// Each case is an interleaving that broke the driver before (issue 9).
+
+namespace {
+// Runs until the store has seen one more put than `before` (at most 30 s of virtual time).
+void run_until_put(sim::scheduler& sched, baton::memory_backend& store, std::uint64_t before) {
+    for (int i = 0; i < 30000 && store.counts().puts == before; ++i) sched.run_for(1ms);
+    REQUIRE(store.counts().puts == before + 1);
+}
+
+// Runs until `n` requests are held in the network (at most 30 s of virtual time).
+void run_until_held(sim::scheduler& sched, faulty_store& net, std::size_t n) {
+    for (int i = 0; i < 30000 && net.held_count() < n; ++i) sched.run_for(1ms);
+    REQUIRE(net.held_count() == n);
+}
+
+sim::fault_profile slow_client(std::chrono::nanoseconds request_timeout) {
+    sim::fault_profile p;
+    p.max_latency = 5ms;
+    p.request_timeout = request_timeout;
+    return p;
+}
+} // namespace
+
+TEST_CASE("a renewal of an ended term answered 412 during the next term leaves the next term alone") {
+    sim::scheduler sched(40);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 41, slow_client(60s)); // an attempt timeout past the deadline
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 42));
+    faulty_lease b(sched.get_executor(), net, options("b", 43));
+    CHECK(acquire_now(sched, a).fencing_token == 1);
+    completed lost1;
+    a.async_wait_lost(on_completed(lost1));
+    net.inject_next(sim::fault_kind::hold); // the first renewal (~6 s) stays in the network
+    sched.run_until(vtime(renew_deadline + 1ms));
+    REQUIRE(net.held_count() == 1);
+    REQUIRE(lost1.ec.has_value());
+    CHECK(*lost1.ec == errc::lease_lost);
+
+    // The application's loop acquires again at once: a new term, token 2.
+    CHECK(acquire_now(sched, a).fencing_token == 2);
+    completed lost2;
+    a.async_wait_lost(on_completed(lost2));
+    acquired rb;
+    b.async_acquire(on_acquired(rb)); // takes over as soon as a stops renewing for its window
+
+    net.deliver_held(); // the old renewal reaches the store now: refused (412), answered in the new term
+    sched.run_for(70s); // well past b's takeover window
+    // What the application sees: a was told of no loss, so nobody else may hold.
+    CHECK_FALSE(lost2.ec.has_value());
+    CHECK(a.is_held());
+    CHECK(a.state() == lease_state::held);
+    CHECK_FALSE(rb.ec.has_value());
+    CHECK(a.fencing_token() == 2);
+}
+
+TEST_CASE("a renewal of an ended term that times out during the next term does not disarm the next term's deadline") {
+    sim::scheduler sched(44);
+    baton::memory_backend store(sched.get_executor());
+    // The first term's renewal (sent at ~6 s) times out at ~25 s: inside the next term, before its deadline.
+    faulty_store net(store, sched.get_executor(), 45, slow_client(19s));
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 46));
+    acquire_now(sched, a);
+    net.inject_next(sim::fault_kind::hold);
+    sched.run_until(vtime(renew_deadline + 1ms));
+    CHECK_FALSE(a.is_held());
+    CHECK(acquire_now(sched, a).fencing_token == 2);
+    vtime const term2 = sched.now();
+    completed lost2;
+    a.async_wait_lost(on_completed(lost2));
+    net.inject_next(sim::fault_kind::hold); // the next term's first renewal is stuck as well
+    sched.run_until(term2 + renew_deadline + 1s);
+    CHECK(net.counts().timeouts == 1); // the old renewal's answer came first, at ~25 s
+    REQUIRE(lost2.ec.has_value());      // the new term's loss is still delivered at its deadline
+    CHECK(*lost2.ec == errc::lease_lost);
+    CHECK(lost2.at <= term2 + renew_deadline + 10ms);
+    net.deliver_held(0);
+    net.deliver_held(0);
+    sched.run_for(30s);
+}
+
+TEST_CASE("acquiring past the deadline before the lease's timer ran delivers the loss first and never grants a token twice") {
+    sim::scheduler sched(48);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 49, slow_client(2s));
+    net.set_faults_enabled(false);
+    auto ex = sched.make_participant_executor();
+    faulty_lease a(ex, net, options("a", 50));
+    CHECK(acquire_now(sched, a).fencing_token == 1);
+    completed lost1;
+    a.async_wait_lost(on_completed(lost1));
+    // The first renewal lands but its answer is lost (in doubt); the read that would settle it is held.
+    net.inject_next(sim::fault_kind::drop_response);
+    net.inject_next(sim::fault_kind::hold);
+    run_until_put(sched, store, store.counts().puts);
+    run_until_held(sched, net, 1);
+    // A pause: the participant runs nothing until past its deadline; then the application's own
+    // code runs first and, seeing the lease not held, acquires again.
+    ex.freeze();
+    sched.run_for(renew_deadline);
+    CHECK_FALSE(a.is_held());
+    CHECK_FALSE(lost1.ec.has_value());
+    acquired r;
+    a.async_try_acquire(on_acquired(r));
+    ex.thaw();
+    sched.run_for(100ms);
+    REQUIRE(lost1.ec.has_value());
+    CHECK(*lost1.ec == errc::lease_lost); // the old term's loss is delivered...
+    REQUIRE(r.ec.has_value());
+    REQUIRE_MESSAGE(!*r.ec, r.ec->message());
+    CHECK(lost1.at <= r.at);           // ...no later than the new term begins,
+    CHECK(r.grant.fencing_token == 2); // and the landed renewal is an earlier term's write, not a grant
+    auto const body = stored_body(sched, store);
+    REQUIRE(body.has_value());
+    CHECK(body->token == 2);
+    net.deliver_held();
+    sched.run_for(1s);
+    CHECK(a.fencing_token() == 2);
+    CHECK(a.is_held());
+}
+
+TEST_CASE("a renewal that lands just before its re-send is refused keeps the lease") {
+    sim::scheduler sched(51);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 52, slow_client(2s));
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 53));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    // Renewal A1 is held; the client times out and reads back (not landed), then re-sends A2,
+    // held too. A1 lands first; A2 then reaches the store and is refused (412).
+    net.inject_next(sim::fault_kind::hold);
+    run_until_held(sched, net, 1);
+    auto const gets = store.counts().gets;
+    for (int i = 0; i < 30000 && store.counts().gets == gets; ++i) sched.run_for(1ms);
+    REQUIRE(store.counts().gets == gets + 1); // the read back reached the store; A2 follows its answer
+    net.inject_next(sim::fault_kind::hold);
+    run_until_held(sched, net, 2);
+    net.deliver_held(0); // A1 lands
+    sched.run_for(20ms);
+    net.deliver_held(0); // A2: 412, read back, A1's nonce found: the lease is ours
+    sched.run_for(60s);
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(a.is_held());
+    CHECK(a.fencing_token() == 1);
+}
+
+TEST_CASE("a release refused because our renewal in doubt landed first still releases") {
+    sim::scheduler sched(54);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 55, slow_client(2s));
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 56));
+    faulty_lease b(sched.get_executor(), net, options("b", 57));
+    acquire_now(sched, a);
+    // Renewal A1 is held; the work ends and the application releases while A1 is in flight.
+    // The release write waits for A1's outcome (a timeout: in doubt) and is held too.
+    net.inject_next(sim::fault_kind::hold);
+    net.inject_next(sim::fault_kind::hold);
+    run_until_held(sched, net, 1);
+    completed released;
+    a.async_release(on_completed(released));
+    run_until_held(sched, net, 2);
+    net.deliver_held(0); // A1 lands
+    sched.run_for(20ms);
+    net.deliver_held(0); // the release: 412, read back, A1 is ours: released under the new version
+    sched.run_for(100ms);
+    REQUIRE(released.ec.has_value());
+    CHECK_MESSAGE(!*released.ec, released.ec->message());
+    auto const body = stored_body(sched, store);
+    REQUIRE(body.has_value());
+    CHECK(body->released);
+    CHECK(body->token == 1);
+    CHECK(acquire_now(sched, b).fencing_token == 2); // taken at once, without waiting out a window
+}
+
+TEST_CASE("settings whose takeover window cannot be represented are refused") {
+    auto o = options("a", 1);
+    o.max_clock_rate_skew = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_WITH_AS(o.validate(), doctest::Contains("max_clock_rate_skew must be a finite number"),
+                         baton::config_error);
+    o.max_clock_rate_skew = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(o.validate(), baton::config_error);
+    o.max_clock_rate_skew = 1e12; // 20 s x 1e12 overflows 64-bit nanoseconds
+    CHECK_THROWS_WITH_AS(o.validate(), doctest::Contains("at most 1000"), baton::config_error);
+    o.max_clock_rate_skew = 1000;
+    CHECK_NOTHROW(o.validate());
+    o.ttl = std::chrono::hours(25); // others could not read a record declaring it
+    o.renew_interval = std::chrono::hours(1);
+    CHECK_THROWS_WITH_AS(o.validate(), doctest::Contains("at most 24 hours"), baton::config_error);
+    o.ttl = std::chrono::hours(24);
+    CHECK_NOTHROW(o.validate());
+}
+
+TEST_CASE("an unvalidated skew too large for the clock never makes a live holder look expired") {
+    sim::scheduler sched(58);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 59));
+    auto o = options("b", 60);
+    o.max_clock_rate_skew = std::numeric_limits<double>::infinity();
+    sim_lease b(baton::detail::unchecked, sched.get_executor(), store, o);
+    acquire_now(sched, a);
+    acquired rb;
+    b.async_acquire(on_acquired(rb));
+    sched.run_for(5s);
+    CHECK_FALSE(rb.ec.has_value()); // still waiting: the window saturates, it never wraps around
+    CHECK(a.is_held());
 }
 
 }

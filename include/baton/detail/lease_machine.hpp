@@ -31,6 +31,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace baton::detail {
 
@@ -114,6 +115,9 @@ public:
 
     // ---- acquire -----------------------------------------------------------
     lease_action acquire_start(own_time now, bool wait) {
+        // Writes of the previous term still in doubt belong to it: if one lands, the record
+        // reads as ours from an earlier term, and the claim takes token + 1.
+        own_doubts_.clear();
         state_ = lease_state::acquiring;
         try_once_ = !wait;
         attempt_ = 0;
@@ -141,6 +145,9 @@ public:
         if (outcome_unknown(ec)) pending_ = inflight_;
         return retry_or_fail(ec, read_next);
     }
+
+    /// True while an acquisition's claim may have landed unseen (its outcome is unknown).
+    bool claim_in_doubt() const noexcept { return pending_.has_value(); }
 
     lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                  diagnostics const& d) {
@@ -184,18 +191,15 @@ public:
 
     lease_action renew_on_write(own_time now, error_code ec, put_result const& r) {
         if (state_ != lease_state::held) return lease_action::none();
-        if (!ec) {
-            held_.version = r.version;
-            held_.t_send = inflight_.sent;
-            held_.nonce = inflight_.nonce;
-            note_success();
-            pending_.reset();
-            return renew_schedule(now);
-        }
+        if (!ec) return renewed(now, inflight_, r.version);
         diag_ = r.diag;
-        if (ec == errc::precondition_failed || ec == errc::not_found) return lose();
+        if (ec == errc::precondition_failed || ec == errc::not_found) {
+            // An earlier attempt of ours that was in doubt may have landed since: read before giving up.
+            if (!own_doubts_.empty()) return lease_action::read();
+            return lose();
+        }
         if (outcome_unknown(ec)) {
-            pending_ = inflight_;
+            own_doubts_.push_back(inflight_);
             return backoff_renew(ec, read_next);
         }
         return backoff_renew(ec, write_next);
@@ -210,15 +214,8 @@ public:
         if (!found) return lose();
         lease_body b;
         if (auto dec = decode_lease_body(found->body, b, diag_)) return lose();
-        if (pending_ && b.nonce == pending_->nonce) {
-            held_.version = found->version;
-            held_.t_send = pending_->sent;
-            held_.nonce = pending_->nonce;
-            pending_.reset();
-            note_success();
-            return renew_schedule(now);
-        }
-        if (found->version == held_.version) return renew_write(now); // the write did not land
+        if (auto landed = own_doubt(b.nonce)) return renewed(now, *landed, found->version);
+        if (found->version == held_.version) return renew_write(now); // none landed (yet): send again
         return lose();
     }
 
@@ -243,8 +240,15 @@ public:
         (void)now;
         if (!ec) return released(r.version);
         diag_ = r.diag;
-        if (ec == errc::precondition_failed || ec == errc::not_found) return release_failed(errc::lease_lost);
-        if (outcome_unknown(ec)) pending_ = inflight_;
+        if (ec == errc::precondition_failed || ec == errc::not_found) {
+            // A renewal or release of ours that was in doubt may have landed since: read first.
+            if (!own_doubts_.empty()) {
+                next_after_wait_ = read_next;
+                return lease_action::read();
+            }
+            return release_failed(errc::lease_lost);
+        }
+        if (outcome_unknown(ec)) own_doubts_.push_back(inflight_);
         return backoff_release(ec, outcome_unknown(ec) ? read_next : write_next);
     }
 
@@ -256,7 +260,13 @@ public:
         if (!found) return release_failed(errc::lease_lost);
         lease_body b;
         if (decode_lease_body(found->body, b, diag_)) return release_failed(errc::lease_lost);
-        if (pending_ && b.nonce == pending_->nonce) return released(found->version);
+        if (auto landed = own_doubt(b.nonce)) {
+            if (b.released) return released(found->version);
+            // A renewal of ours landed: the record is still ours, under a newer version.
+            own_doubts_.clear();
+            held_.version = found->version;
+            return release_write(now);
+        }
         if (found->version == held_.version) return release_write(now);
         return release_failed(errc::lease_lost);
     }
@@ -377,8 +387,7 @@ private:
             observed_since_ = now; // the response of the first read of this version
             observed_ttl_ = b.ttl;
         }
-        auto const window = std::chrono::nanoseconds(static_cast<std::int64_t>(
-            static_cast<double>(std::chrono::nanoseconds(observed_ttl_).count()) * opts_.max_clock_rate_skew));
+        auto const window = takeover_window(observed_ttl_, opts_.max_clock_rate_skew);
         auto const elapsed = now - observed_since_;
         if (elapsed >= window) {
             took_over_ = true;
@@ -391,6 +400,15 @@ private:
         attempt_ = 0;
         next_after_wait_ = read_next;
         return lease_action::wait(std::min<std::chrono::nanoseconds>(poll_delay(), window - elapsed));
+    }
+
+    // ttl x skew, saturated: a window too long (or not a number) to represent waits "forever", never wraps
+    // around to one already elapsed. Validated options never come near the cap (24 h x 1000).
+    static std::chrono::nanoseconds takeover_window(std::chrono::milliseconds ttl, double skew) {
+        constexpr double cap = 1e18; // ~31 years of nanoseconds, below INT64_MAX
+        double const ns = static_cast<double>(std::chrono::nanoseconds(ttl).count()) * skew;
+        if (!(ns < cap)) return std::chrono::nanoseconds(static_cast<std::int64_t>(cap));
+        return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
     }
 
     std::chrono::nanoseconds poll_delay() {
@@ -439,8 +457,26 @@ private:
         state_ = lease_state::lost;
         // A renewal in doubt must not later pass for an acquisition: if it
         // lands, the record reads as ours from an earlier term (token + 1).
-        pending_.reset();
+        own_doubts_.clear();
         return lease_action::done(errc::lease_lost);
+    }
+
+    // A renewal confirmed, directly or by reading back its nonce: the lease is valid from when it was sent.
+    lease_action renewed(own_time now, attempt_record const& a, std::string const& version) {
+        held_.version = version;
+        held_.t_send = a.sent;
+        held_.nonce = a.nonce;
+        // Every other attempt of this round was conditional on the version just replaced: none can land now.
+        own_doubts_.clear();
+        note_success();
+        return renew_schedule(now);
+    }
+
+    // The attempt of this term in doubt that wrote `nonce`, if any.
+    std::optional<attempt_record> own_doubt(std::string const& nonce) const {
+        for (auto const& a : own_doubts_)
+            if (a.nonce == nonce) return a;
+        return std::nullopt;
     }
 
     lease_action release_write(own_time now) { return rewrite_own(now, true); }
@@ -455,7 +491,7 @@ private:
 
     lease_action released(std::string const& version) {
         note_success();
-        pending_.reset();
+        own_doubts_.clear();
         state_ = lease_state::released;
         known_ = true;
         absent_ = false;
@@ -467,7 +503,7 @@ private:
     }
 
     lease_action release_failed(error_code ec) {
-        pending_.reset();
+        own_doubts_.clear();
         state_ = lease_state::lost;
         has_version_ = false;
         known_ = false;
@@ -495,7 +531,8 @@ private:
 
     attempt_record inflight_;
     bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
-    std::optional<attempt_record> pending_; // a write whose outcome is unknown
+    std::optional<attempt_record> pending_;  // an acquisition's claim whose outcome is unknown
+    std::vector<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
 
     // What this participant last knew of the record.
     bool known_ = false, absent_ = false, released_ = false;

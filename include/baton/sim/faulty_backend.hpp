@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -59,12 +60,13 @@ enum class fault_kind {
     server_error_lost,     ///< 500, not applied
     unavailable,           ///< 503, not applied
     throttle,              ///< throttled, not applied
+    hold,                  ///< held in the network until `deliver_held`: only then reaches the store and answers
 };
 
 /// Counts of faults injected, by kind.
 struct fault_counts {
     std::uint64_t requests = 0, dropped_requests = 0, dropped_responses = 0, conflicts = 0, preconditions = 0,
-                  server_errors = 0, unavailable = 0, throttled = 0, delayed = 0, timeouts = 0;
+                  server_errors = 0, unavailable = 0, throttled = 0, delayed = 0, timeouts = 0, held = 0;
 };
 
 /** Wraps a backend with injected faults. Copies share the fault state.
@@ -92,6 +94,21 @@ public:
     fault_profile& profile() noexcept { return st_->profile; }
     /// Makes the next request suffer `k` (queued in order; applies even while random faults are off).
     void inject_next(fault_kind k) { st_->scripted.push_back(k); }
+
+    /// Requests held by `fault_kind::hold` and not delivered yet.
+    std::size_t held_count() const noexcept { return st_->held.size(); }
+
+    /** Delivers the `i`-th request still held (in the order they were held): it reaches the
+        store now, and its answer travels back with the usual latency, unless the client's
+        timeout has passed by then (the answer is then lost, as a late response would be).
+        Held requests can be delivered in any order, or never.
+    */
+    void deliver_held(std::size_t i = 0) {
+        auto it = st_->held.begin() + static_cast<std::ptrdiff_t>(i);
+        auto deliver = std::move(*it);
+        st_->held.erase(it);
+        deliver(st_);
+    }
 
     /// Faults injected so far.
     fault_counts const& counts() const noexcept { return st_->counts; }
@@ -138,7 +155,7 @@ public:
 
 private:
     enum class fault { none, drop_request, drop_response, conflict, precondition, server_error_applied,
-                       server_error_lost, unavailable, throttle };
+                       server_error_lost, unavailable, throttle, hold };
 
     static fault from_kind(fault_kind k) {
         switch (k) {
@@ -150,6 +167,7 @@ private:
         case fault_kind::server_error_lost: return fault::server_error_lost;
         case fault_kind::unavailable: return fault::unavailable;
         case fault_kind::throttle: return fault::throttle;
+        case fault_kind::hold: return fault::hold;
         }
         return fault::none;
     }
@@ -164,6 +182,7 @@ private:
         bool enabled = true;
         fault_counts counts;
         std::deque<fault_kind> scripted;
+        std::deque<std::function<void(std::shared_ptr<state> const&)>> held; // requests held in the network
 
         double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
 
@@ -212,6 +231,7 @@ private:
             case fault::server_error_lost: ++counts.server_errors; break;
             case fault::unavailable: ++counts.unavailable; break;
             case fault::throttle: ++counts.throttled; break;
+            case fault::hold: ++counts.held; break;
             case fault::none: break;
             }
         }
@@ -264,7 +284,9 @@ private:
                     complete<Result>(*st, op, errc::timeout, Result{});
                 });
                 if (f == fault::drop_request) return;
-                st->after(out, [st, op, f, back, fwd = std::move(fwd)]() mutable {
+                // The request reaching the store. It takes the state as an argument: a held one
+                // must not keep the state alive from inside it.
+                auto arrive = [op, f, back, fwd = std::move(fwd)](std::shared_ptr<state> const& st) mutable {
                     if (f == fault::conflict || f == fault::precondition || f == fault::server_error_lost ||
                         f == fault::unavailable || f == fault::throttle) {
                         Result r;
@@ -283,7 +305,9 @@ private:
                             complete<Result>(*st, op, ec, std::move(r));
                         });
                     });
-                });
+                };
+                if (f == fault::hold) return st->held.push_back(std::move(arrive));
+                st->after(out, [st, arrive = std::move(arrive)]() mutable { arrive(st); });
             },
             token, std::move(forward));
     }
