@@ -207,12 +207,14 @@ public:
             [](auto handler, std::shared_ptr<impl> self) { self->start_inspect(std::move(handler)); }, token, impl_);
     }
 
-    /// True while held and before the renew deadline, by this participant's own clock.
-    bool is_held() const noexcept { return impl_->m.is_held(impl_->now()); }
+    /// True while held and before the renew deadline, by this participant's own clock; false once a release began.
+    bool is_held() const noexcept { return !impl_->release_busy && impl_->m.is_held(impl_->now()); }
     /// The fencing token of the current (or last) term; 0 before the first acquisition.
     std::uint64_t fencing_token() const noexcept { return impl_->m.token(); }
     /// Time left before the renew deadline; zero when not held. The budget of protected work.
-    std::chrono::nanoseconds remaining() const noexcept { return impl_->m.remaining(impl_->now()); }
+    std::chrono::nanoseconds remaining() const noexcept {
+        return impl_->release_busy ? std::chrono::nanoseconds(0) : impl_->m.remaining(impl_->now());
+    }
     /// When the lease stops being valid by this participant's clock, while held.
     std::optional<time_point> valid_until() const noexcept {
         if (impl_->m.state() != lease_state::held) return std::nullopt;
@@ -347,11 +349,15 @@ private:
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted), lease_grant{});
             if (acquire_busy || release_busy)
                 return post_completion(std::move(h), error_code(errc::operation_in_progress), lease_grant{});
-            deliver_overdue_loss();
-            if (m.is_held(now())) return post_completion(std::move(h), error_code{}, grant());
-            // A new term: whatever the renew lane still has in flight belongs to the old one.
+            auto const t = now(); // one reading for both decisions
+            deliver_overdue_loss(t);
+            if (m.is_held(t)) return post_completion(std::move(h), error_code{}, grant());
+            // A new term: whatever the renew lane still has in flight belongs to the old one, and
+            // nothing of the old one may outlive it (a backstop: the loss was delivered above).
             ++term;
             renew_io = false;
+            stop_renewal();
+            notify_waiters(errc::lease_lost);
             acquire_busy = true;
             acquire_stop = {};
             { // Boost 1.81's any_completion_handler move-assignment recurses: swap instead.
@@ -363,7 +369,9 @@ private:
             acquire_slot = install_cancel(acquire_h, &impl::on_acquire_cancel);
             unsigned const gen = ++acquire_gen;
             if (o.timeout) {
-                timeout_timer.expires_at(clock.timer_expiry(*o.timeout));
+                // Saturated: a timeout of milliseconds::max() must mean "very long", never overflow.
+                constexpr std::chrono::milliseconds longest = std::chrono::hours(24 * 365 * 10);
+                timeout_timer.expires_at(clock.timer_expiry(std::min(*o.timeout, longest)));
                 timeout_timer.async_wait(bound([self = this->shared_from_this(), gen](error_code ec) {
                     if (self->closed || ec || gen != self->acquire_gen) return;
                     self->interrupt_acquire(errc::timeout);
@@ -457,9 +465,9 @@ private:
 
         // The renew deadline passed but its timer has not run yet (the application's own
         // timer ran first): the loss is delivered now, before anything else is decided.
-        void deliver_overdue_loss() {
-            if (m.state() != lease_state::held || now() < m.deadline()) return;
-            m.on_deadline(now());
+        void deliver_overdue_loss(detail::own_time t) {
+            if (m.state() != lease_state::held || t < m.deadline()) return;
+            m.on_deadline(t);
             stop_renewal();
             notify_waiters(errc::lease_lost);
         }
@@ -555,7 +563,7 @@ private:
         void start_release(Handler&& h) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
             if (release_busy || acquire_busy) return post_completion(std::move(h), error_code(errc::operation_in_progress));
-            deliver_overdue_loss(); // a loss comes first: waiters learn lease_lost, not released
+            deliver_overdue_loss(now()); // a loss comes first: waiters learn lease_lost, not released
             if (!m.can_release()) return post_completion(std::move(h), error_code(errc::not_held));
             release_busy = true;
             {
@@ -612,6 +620,7 @@ private:
         void finish_release(error_code ec) {
             if (!release_busy) return;
             release_busy = false;
+            notify_waiters(errc::released); // none should be left (start_wait_lost refuses them): a backstop
             post_completion(std::move(release_h), ec);
         }
 
@@ -619,6 +628,8 @@ private:
         template <class Handler>
         void start_wait_lost(Handler&& h) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
+            // Released while the renewal in flight finishes: the term is over for the application.
+            if (release_busy) return post_completion(std::move(h), error_code(errc::released));
             if (!m.is_held(now())) {
                 auto const s = m.state();
                 error_code ec = (s == lease_state::held || s == lease_state::lost) ? error_code(errc::lease_lost)

@@ -1155,4 +1155,144 @@ TEST_CASE("an unvalidated skew too large for the clock never makes a live holder
     CHECK(a.is_held());
 }
 
+
+TEST_CASE("a waiter registered while a release waits for the renewal in flight completes with released") {
+    sim::scheduler sched(61);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 62, slow_client(2s));
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 63));
+    acquire_now(sched, a);
+    net.inject_next(sim::fault_kind::hold);
+    run_until_held(sched, net, 1); // a renewal in flight
+    completed rel;
+    a.async_release(on_completed(rel)); // waits for the renewal's outcome
+    CHECK_FALSE(a.is_held());
+    CHECK(a.remaining() == 0ns);
+    completed w;
+    a.async_wait_lost(on_completed(w)); // e.g. a coroutine still looping on the lease
+    sched.run_for(1ms);
+    REQUIRE(w.ec.has_value());
+    CHECK(*w.ec == errc::released);
+    sched.run_for(3s); // the renewal times out; the release is written
+    REQUIRE(rel.ec.has_value());
+    CHECK_MESSAGE(!*rel.ec, rel.ec->message());
+    net.deliver_held();
+    sched.run_for(1s);
+    CHECK(w.calls == 1);
+}
+
+TEST_CASE("a release after a deadline loss still marks the record when the late renewal landed") {
+    sim::scheduler sched(64);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 65, slow_client(60s));
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 66));
+    sim_lease b(sched.get_executor(), store, options("b", 67));
+    acquire_now(sched, a);
+    net.inject_next(sim::fault_kind::hold);
+    sched.run_until(vtime(renew_deadline + 1ms));
+    CHECK(a.state() == lease_state::lost);
+    net.deliver_held(); // lands now, and its success comes back: the record is still a's
+    sched.run_for(50ms);
+    CHECK(a.state() == lease_state::lost); // no resurrection
+    completed rel;
+    a.async_release(on_completed(rel));
+    sched.run_for(50ms);
+    REQUIRE(rel.ec.has_value());
+    CHECK_MESSAGE(!*rel.ec, rel.ec->message());
+    auto const g = acquire_now(sched, b); // at once, through the marker
+    CHECK(g.fencing_token == 2);
+    CHECK_FALSE(g.took_over);
+}
+
+TEST_CASE("a release whose answer was lost is released, even when a contender took the lease through the marker first") {
+    sim::scheduler sched(68);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 69, slow_client(2s));
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 70));
+    sim_lease b(sched.get_executor(), store, options("b", 71));
+    acquire_now(sched, a);
+    acquired rb;
+    b.async_acquire(on_acquired(rb)); // polls while a holds
+    sched.run_for(100ms);
+    net.inject_next(sim::fault_kind::drop_response); // the marker lands; its answer is lost
+    completed rel;
+    a.async_release(on_completed(rel));
+    sched.run_for(5s);
+    REQUIRE(rb.ec.has_value());
+    REQUIRE_FALSE(*rb.ec);
+    CHECK(rb.grant.fencing_token == 2);
+    CHECK_FALSE(rb.grant.took_over);
+    REQUIRE(rel.ec.has_value());
+    CHECK_MESSAGE(!*rel.ec, rel.ec->message()); // not lease_lost: the work ended normally and handed over
+    CHECK(a.state() == lease_state::released);
+}
+
+TEST_CASE("a renewal read back after the deadline is not sent again") {
+    sim::scheduler sched(72);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 73, slow_client(2s));
+    net.set_faults_enabled(false);
+    auto ex = sched.make_participant_executor();
+    faulty_lease a(ex, net, options("a", 74));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    net.inject_next(sim::fault_kind::drop_request); // the renewal never arrives: timeout, then a read back
+    net.inject_next(sim::fault_kind::hold);         // the read back waits in the network
+    run_until_held(sched, net, 1);
+    auto const puts = store.counts().puts;
+    ex.freeze();
+    net.deliver_held(); // its answer (not landed) waits for the frozen participant
+    sched.run_until(vtime(renew_deadline + 2s));
+    ex.thaw(); // the read's answer runs before the deadline timer's handler
+    sched.run_for(1s);
+    REQUIRE(lost.ec.has_value());
+    CHECK(*lost.ec == errc::lease_lost);
+    CHECK(store.counts().puts == puts); // no renewal written after the deadline
+}
+
+TEST_CASE("try-once completes on store errors even when an earlier acquisition left a claim in doubt") {
+    sim::scheduler sched(75);
+    baton::memory_backend store(sched.get_executor());
+    faulty_store net(store, sched.get_executor(), 76, slow_client(2s));
+    net.set_faults_enabled(false);
+    faulty_lease a(sched.get_executor(), net, options("a", 77));
+    net.inject_next(sim::fault_kind::drop_request); // the claim: its outcome is unknown
+    net.profile().throttle = 1.0;                    // then every request is throttled (known not applied)
+    acquired first;
+    baton::acquire_options o;
+    o.timeout = 5s;
+    a.async_acquire(o, on_acquired(first));
+    net.set_faults_enabled(true);
+    sched.run_for(6s);
+    REQUIRE(first.ec.has_value());
+    CHECK(*first.ec == errc::timeout);
+    acquired second;
+    a.async_try_acquire(on_acquired(second));
+    sched.run_for(60s);
+    REQUIRE(second.ec.has_value()); // not polling forever for the earlier acquisition's claim
+    CHECK(*second.ec == errc::throttled);
+}
+
+TEST_CASE("an acquire timeout of milliseconds::max() waits, it does not overflow into an immediate timeout") {
+    sim::scheduler sched(78);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 79));
+    sim_lease b(sched.get_executor(), store, options("b", 80));
+    acquire_now(sched, a);
+    baton::acquire_options o;
+    o.timeout = std::chrono::milliseconds::max();
+    acquired rb;
+    b.async_acquire(o, on_acquired(rb));
+    sched.run_for(10s);
+    CHECK_FALSE(rb.ec.has_value());
+    release_now(sched, a);
+    sched.run_for(2s);
+    REQUIRE(rb.ec.has_value());
+    CHECK_FALSE(*rb.ec);
+}
+
 }

@@ -118,6 +118,7 @@ public:
         // Writes of the previous term still in doubt belong to it: if one lands, the record
         // reads as ours from an earlier term, and the claim takes token + 1.
         own_doubts_.clear();
+        ++acquisition_;
         state_ = lease_state::acquiring;
         try_once_ = !wait;
         attempt_ = 0;
@@ -190,7 +191,15 @@ public:
     }
 
     lease_action renew_on_write(own_time now, error_code ec, put_result const& r) {
-        if (state_ != lease_state::held) return lease_action::none();
+        if (state_ != lease_state::held) {
+            // Lost by deadline while this renewal travelled: the lease stays lost, but the record
+            // may still be ours, and a release can then still mark it for the next holder.
+            if (state_ == lease_state::lost && has_version_) {
+                if (!ec) held_.version = r.version;
+                else if (outcome_unknown(ec)) own_doubts_.push_back(inflight_);
+            }
+            return lease_action::none();
+        }
         if (!ec) return renewed(now, inflight_, r.version);
         diag_ = r.diag;
         if (ec == errc::precondition_failed || ec == errc::not_found) {
@@ -206,7 +215,16 @@ public:
     }
 
     lease_action renew_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d) {
-        if (state_ != lease_state::held) return lease_action::none();
+        if (state_ != lease_state::held) {
+            lease_body lb;
+            diagnostics ignored;
+            if (state_ == lease_state::lost && has_version_ && !ec && found &&
+                !decode_lease_body(found->body, lb, ignored) && own_doubt(lb.nonce)) {
+                own_doubts_.clear();
+                held_.version = found->version; // our renewal landed after the loss: still ours to mark released
+            }
+            return lease_action::none();
+        }
         if (ec) {
             diag_ = d;
             return backoff_renew(ec, read_next);
@@ -215,6 +233,7 @@ public:
         lease_body b;
         if (auto dec = decode_lease_body(found->body, b, diag_)) return lose();
         if (auto landed = own_doubt(b.nonce)) return renewed(now, *landed, found->version);
+        if (now >= deadline()) return lose(); // too late to write: it would only delay the contenders
         if (found->version == held_.version) return renew_write(now); // none landed (yet): send again
         return lose();
     }
@@ -268,6 +287,11 @@ public:
             return release_write(now);
         }
         if (found->version == held_.version) return release_write(now);
+        // A contender's record while we are still valid: only our released marker can have let it
+        // in (a takeover needs ttl x skew of unchanged version). A release in doubt landed.
+        if (b.token > held_.token && now < valid_until() &&
+            std::any_of(own_doubts_.begin(), own_doubts_.end(), [](attempt_record const& a) { return a.release; }))
+            return released_by_contender();
         return release_failed(errc::lease_lost);
     }
 
@@ -301,6 +325,8 @@ private:
         std::string nonce;
         std::uint64_t token = 0;
         own_time sent{0};
+        std::uint64_t acquisition = 0; // claims: which acquisition sent it
+        bool release = false;          // own writes: a released marker
     };
     struct held_record {
         std::uint64_t token = 0;
@@ -332,7 +358,7 @@ private:
     }
 
     lease_action claim(own_time now, std::uint64_t token, precondition pc) {
-        inflight_ = attempt_record{new_nonce(), token, now};
+        inflight_ = attempt_record{new_nonce(), token, now, acquisition_, false};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
         return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
     }
@@ -427,7 +453,7 @@ private:
             state_ = lease_state::idle;
             return lease_action::done(ec);
         }
-        if (try_once_ && !pending_) {
+        if (try_once_ && !(pending_ && pending_->acquisition == acquisition_)) { // only this one's claim is waited for
             state_ = lease_state::idle;
             return lease_action::done(ec);
         }
@@ -437,7 +463,7 @@ private:
 
     // Rewrites our own record (same token, fresh nonce) under its current version.
     lease_action rewrite_own(own_time now, bool released) {
-        inflight_ = attempt_record{new_nonce(), held_.token, now};
+        inflight_ = attempt_record{new_nonce(), held_.token, now, 0, released};
         return lease_action::write(body(held_.token, inflight_.nonce, released), precondition::matches(held_.version));
     }
     lease_action renew_write(own_time now) { return rewrite_own(now, false); }
@@ -453,11 +479,10 @@ private:
         return lease_action::wait(std::chrono::nanoseconds(renew_interval_) / 4);
     }
 
+    // This term's writes in doubt stay known until the next acquisition clears them: a release
+    // after the loss may still find one landed. They never pass for a claim (see acquire_start).
     lease_action lose() {
         state_ = lease_state::lost;
-        // A renewal in doubt must not later pass for an acquisition: if it
-        // lands, the record reads as ours from an earlier term (token + 1).
-        own_doubts_.clear();
         return lease_action::done(errc::lease_lost);
     }
 
@@ -502,6 +527,17 @@ private:
         return lease_action::done();
     }
 
+    // Our marker landed and a contender already took the lease through it: released, and the
+    // record is not ours any more.
+    lease_action released_by_contender() {
+        note_success();
+        own_doubts_.clear();
+        state_ = lease_state::released;
+        known_ = false;
+        has_version_ = false;
+        return lease_action::done();
+    }
+
     lease_action release_failed(error_code ec) {
         own_doubts_.clear();
         state_ = lease_state::lost;
@@ -539,6 +575,7 @@ private:
     std::string known_version_;
     std::uint64_t known_token_ = 0;
     std::uint64_t max_token_seen_ = 0;
+    std::uint64_t acquisition_ = 0; // acquisitions started, to tell this one's claims from earlier ones
 
     // The observation that times a takeover.
     bool observed_ = false;
