@@ -182,7 +182,10 @@ public:
     /** Completes when the held lease is lost (`errc::lease_lost`, at the
         renew deadline or when a renewal finds it taken over) or released
         (`errc::released`). Completes at once with `errc::not_held` when the
-        lease is not held. Any number may wait.
+        lease is not held, with `errc::lease_lost` when its renew deadline has
+        passed, and with `errc::released` while a release is under way. Any
+        number may wait; every waiter of a term completes before the next term
+        begins.
 
         Combine it with protected work so that the work is cancelled on loss
         (see `run_while_held`).
