@@ -12,6 +12,9 @@
 #include <baton/lease.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 
 #include <memory>
@@ -69,17 +72,30 @@ public:
         return lease_.async_wait_lost(std::forward<Token>(token));
     }
 
-    /** Reads who leads now. Completion: `void(error_code, std::optional<lease_info>)`,
+    /** Reads who leads now (one read). Completion: `void(error_code, std::optional<lease_info>)`,
         empty when nobody has led yet or the last leader resigned.
+
+        Runs alongside `async_wait_for_change` and the lease's own operations,
+        and any number at once. The handler runs on its associated executor.
     */
     template <class Token = boost::asio::deferred_t>
     auto async_leader(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
             [](auto handler, lease_type* l) {
-                l->async_inspect([h = std::move(handler)](error_code ec, std::optional<lease_info> info) mutable {
-                    if (info && info->released) info.reset();
-                    std::move(h)(ec, std::move(info));
-                });
+                auto ex = l->get_executor();
+                l->backend().async_get(
+                    l->options().key,
+                    boost::asio::bind_executor(ex, [h = std::move(handler), ex](error_code ec, get_result r) mutable {
+                        std::optional<lease_info> info;
+                        if (!ec && r.found) {
+                            lease_info i;
+                            diagnostics d;
+                            ec = detail::lease_machine::describe(*r.found, i, d);
+                            if (!ec && !i.released) info = std::move(i);
+                        }
+                        // post: the handler runs on its associated executor (a strand-bound one on its strand).
+                        boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::move(info)));
+                    }));
             },
             token, &lease_);
     }

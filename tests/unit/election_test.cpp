@@ -9,6 +9,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <optional>
 
@@ -175,6 +176,71 @@ TEST_CASE("run_while_held: losing the lease cancels the work at the renew deadli
     REQUIRE(cancelled_at);
     // Cancelled at the renew deadline (2/3 of the 20 s ttl after the acquiring write was sent), not at expiry.
     CHECK(seconds(cancelled_at).value() == doctest::Approx(13.34).epsilon(0.01));
+}
+
+
+TEST_CASE("every operation's handler runs on its own strand; async_leader runs alongside wait_for_change") {
+    baton::sim::scheduler sched(9);
+    baton::memory_backend store(sched.get_executor());
+    sim_election a(sched.get_executor(), store, options("a", 1), {}, {}, baton::sim::manual_clock{});
+    sim_election b(sched.get_executor(), store, options("b", 2), {}, {}, baton::sim::manual_clock{});
+    auto strand = asio::make_strand(sched.get_executor());
+    int calls = 0, on_strand = 0;
+    auto seen_on_strand = [&] {
+        ++calls;
+        if (strand.running_in_this_thread()) ++on_strand;
+    };
+    a.async_campaign(asio::bind_executor(strand, [&](baton::error_code ec, baton::lease_grant) {
+        CHECK_FALSE(ec);
+        seen_on_strand();
+    }));
+    sched.run_for(100ms);
+    std::optional<baton::error_code> lost;
+    a.async_wait_lost(asio::bind_executor(strand, [&](baton::error_code ec) {
+        lost = ec;
+        seen_on_strand();
+    }));
+    std::optional<baton::lease_info> leader;
+    b.async_leader(asio::bind_executor(strand, [&](baton::error_code ec, std::optional<baton::lease_info> l) {
+        CHECK_FALSE(ec);
+        leader = l;
+        seen_on_strand();
+    }));
+    sched.run_for(100ms);
+    REQUIRE(leader.has_value());
+    std::optional<baton::error_code> changed;
+    b.async_wait_for_change(leader, asio::bind_executor(strand, [&](baton::error_code ec, std::optional<baton::lease_info>) {
+        changed = ec;
+        seen_on_strand();
+    }));
+    // While the watch polls, async_leader still answers (it has no single slot to contend for).
+    for (int i = 0; i < 3; ++i) {
+        b.async_leader(asio::bind_executor(strand, [&](baton::error_code ec, std::optional<baton::lease_info> l) {
+            CHECK_FALSE(ec); // not operation_in_progress
+            CHECK(l.has_value());
+            seen_on_strand();
+        }));
+    }
+    b.lease().async_inspect(asio::bind_executor(strand, [&](baton::error_code ec, std::optional<baton::lease_info>) {
+        CHECK_FALSE(ec);
+        seen_on_strand();
+    }));
+    b.lease().async_try_acquire(asio::bind_executor(strand, [&](baton::error_code ec, baton::lease_grant) {
+        CHECK(ec == baton::errc::held_by_other);
+        seen_on_strand();
+    }));
+    sched.run_for(3s);
+    a.async_resign(asio::bind_executor(strand, [&](baton::error_code ec) {
+        CHECK_FALSE(ec);
+        seen_on_strand();
+    }));
+    sched.run_for(3s);
+    REQUIRE(lost.has_value());
+    CHECK(*lost == baton::errc::released);
+    REQUIRE(changed.has_value());
+    CHECK_FALSE(*changed);
+    CHECK(calls == 10);
+    CHECK(on_strand == calls);
 }
 
 }
