@@ -8,7 +8,8 @@
 //   round_trips  store requests per operation: acquire free, renew, release,
 //                re-acquire after own release, takeover of a silent holder
 
-#include <baton/baton.hpp>
+#include <baton/backend/memory.hpp>
+#include <baton/lease.hpp>
 #include <baton/sim.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -73,7 +74,7 @@ baton::lease_options opts(std::string key, std::chrono::milliseconds ttl = 20s) 
 void bench_cycle(int n) {
     asio::io_context ioc(1);
     baton::memory_backend store(ioc.get_executor());
-    baton::memory_lease lease(ioc.get_executor(), store, opts("bench/cycle"));
+    baton::basic_lease<baton::memory_backend> lease(ioc.get_executor(), store, opts("bench/cycle"));
     int done = 0;
     std::uint64_t allocs_start = 0;
     auto t0 = std::chrono::steady_clock::now();
@@ -104,14 +105,14 @@ void bench_cycle(int n) {
 void bench_renewal(int leases, std::chrono::milliseconds ttl, std::chrono::seconds run_for) {
     asio::io_context ioc(1);
     baton::memory_backend store(ioc.get_executor());
-    std::vector<std::unique_ptr<baton::memory_lease>> ls;
+    std::vector<std::unique_ptr<baton::basic_lease<baton::memory_backend>>> ls;
     ls.reserve(static_cast<std::size_t>(leases));
     int acquired = 0;
     std::int64_t const bytes_before = g_live_bytes.load();
     for (int i = 0; i < leases; ++i) {
         auto o = opts("bench/held/" + std::to_string(i), ttl);
         o.random_seed = static_cast<std::uint64_t>(i) + 1;
-        ls.push_back(std::make_unique<baton::memory_lease>(ioc.get_executor(), store, o));
+        ls.push_back(std::make_unique<baton::basic_lease<baton::memory_backend>>(ioc.get_executor(), store, o));
     }
     std::int64_t const bytes_objects = g_live_bytes.load() - bytes_before;
     for (auto& l : ls) l->async_acquire([&](baton::error_code ec, baton::lease_grant) { acquired += !ec; });

@@ -7,7 +7,9 @@
 //   build/tests/baton_integration -ts=concurrency -tc='*processes racing*'   (the races)
 //
 // Needs no servers. Every wait is bounded (io_context runs, child processes).
-#include <baton/baton.hpp>
+#include <baton/backend/file.hpp>
+#include <baton/election.hpp>
+#include <baton/lease.hpp>
 
 #include <doctest/doctest.h>
 
@@ -36,6 +38,12 @@
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+namespace {
+// The umbrella header's aliases, without the AWS stack that <baton/baton.hpp> also compiles.
+using file_lease = baton::basic_lease<baton::file_backend>;
+using file_election = baton::basic_election<baton::file_backend>;
+} // namespace
 
 namespace {
 
@@ -129,14 +137,14 @@ auto on_acquired(acquired& r) {
     };
 }
 
-error_code release(asio::io_context& ioc, baton::file_lease& l) {
+error_code release(asio::io_context& ioc, file_lease& l) {
     std::optional<error_code> out;
     l.async_release([&](error_code ec) { out = ec; });
     REQUIRE(run_until(ioc, [&] { return out.has_value(); }, 5s));
     return *out;
 }
 
-std::optional<baton::lease_info> inspect(asio::io_context& ioc, baton::file_lease& l) {
+std::optional<baton::lease_info> inspect(asio::io_context& ioc, file_lease& l) {
     std::optional<std::pair<error_code, std::optional<baton::lease_info>>> out;
     l.async_inspect([&](error_code ec, std::optional<baton::lease_info> i) { out.emplace(ec, std::move(i)); });
     REQUIRE(run_until(ioc, [&] { return out.has_value(); }, 5s));
@@ -231,7 +239,7 @@ void log_line(int fd, std::string const& line) {
 // Logs a holder's line "WHAT TOKEN MONOTONIC_NS PID", WHAT prefixed "late-" when the lease
 // was no longer held. The time is taken first: when is_held() then still says yes, the time
 // lies inside the term (before its renew deadline), which is what the overlap checks need.
-void log_term_line(int fd, std::string const& what, baton::file_lease const& lease) {
+void log_term_line(int fd, std::string const& what, file_lease const& lease) {
     std::int64_t const t = mono_ns();
     bool const held = lease.is_held();
     log_line(fd, (held ? "" : "late-") + what + " " + std::to_string(lease.fencing_token()) + " " + std::to_string(t) +
@@ -245,7 +253,7 @@ int crashing_holder(fs::path const& dir, fs::path const& log) {
     baton::file_backend store(ioc.get_executor(), lease_params(dir));
     int const log_fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (log_fd < 0) return 10;
-    baton::file_lease lease(ioc.get_executor(), store, options("crasher"));
+    file_lease lease(ioc.get_executor(), store, options("crasher"));
     acquired a;
     std::int64_t const sent = mono_ns(); // no later than the write (this store writes in the initiating call)
     lease.async_try_acquire(on_acquired(a));
@@ -276,7 +284,7 @@ int lease_racer(fs::path const& dir, fs::path const& log, int index, int rounds)
     };
     auto const give_up = steady::now() + racer_budget;
     for (int r = 0; r < rounds; ++r) {
-        auto lease = std::make_unique<baton::file_lease>(ioc.get_executor(), store,
+        auto lease = std::make_unique<file_lease>(ioc.get_executor(), store,
                                                          options("child-" + std::to_string(index)));
         bool const trying = (index + r) % 3 == 0; // some rounds try once in a loop, others wait
         for (;;) {
@@ -342,7 +350,7 @@ TEST_CASE("acquire, renew and release round trips on a directory, in real time")
     asio::io_context ioc;
     baton::file_backend store_a(ioc.get_executor(), lease_params(dir.path));
     baton::file_backend store_b(ioc.get_executor(), lease_params(dir.path));
-    baton::file_lease a(ioc.get_executor(), store_a, options("a"));
+    file_lease a(ioc.get_executor(), store_a, options("a"));
     CHECK_FALSE(inspect(ioc, a).has_value());
     auto const before = store_a.counts();
 
@@ -376,7 +384,7 @@ TEST_CASE("acquire, renew and release round trips on a directory, in real time")
     CHECK_FALSE(info->released);
 
     // Meanwhile a contender trying once is refused.
-    baton::file_lease b(ioc.get_executor(), store_b, options("b"));
+    file_lease b(ioc.get_executor(), store_b, options("b"));
     acquired refused;
     b.async_try_acquire(on_acquired(refused));
     REQUIRE(run_until(ioc, [&] { return refused.ec.has_value(); }, 5s));
@@ -414,7 +422,7 @@ TEST_CASE("a holder destroyed without release is taken over after ttl x skew, no
     asio::io_context ioc;
     baton::file_backend store(ioc.get_executor(), lease_params(dir.path));
     auto const puts_before = store.counts().puts;
-    auto a = std::make_unique<baton::file_lease>(ioc.get_executor(), store, options("a"));
+    auto a = std::make_unique<file_lease>(ioc.get_executor(), store, options("a"));
     acquired first;
     a->async_acquire(on_acquired(first));
     REQUIRE(run_until(ioc, [&] { return first.ec.has_value(); }, 5s));
@@ -425,7 +433,7 @@ TEST_CASE("a holder destroyed without release is taken over after ttl x skew, no
     a.reset(); // abandoned: the record stays, unreleased
     ioc.poll();
 
-    baton::file_lease b(ioc.get_executor(), store, options("b"));
+    file_lease b(ioc.get_executor(), store, options("b"));
     acquired taken;
     auto const t0 = steady::now();
     b.async_acquire(on_acquired(taken));
@@ -445,7 +453,7 @@ TEST_CASE("a release hands the lease to a waiting contender within a poll; token
     asio::io_context ioc;
     baton::file_backend store(ioc.get_executor(), lease_params(dir.path));
     std::uint64_t last_token = 0;
-    auto holder = std::make_unique<baton::file_lease>(ioc.get_executor(), store, options("p0"));
+    auto holder = std::make_unique<file_lease>(ioc.get_executor(), store, options("p0"));
     acquired got;
     holder->async_acquire(on_acquired(got));
     REQUIRE(run_until(ioc, [&] { return got.ec.has_value(); }, 5s));
@@ -453,7 +461,7 @@ TEST_CASE("a release hands the lease to a waiting contender within a poll; token
     last_token = got.grant.fencing_token;
     for (int i = 1; i <= 5; ++i) {
         CAPTURE(i);
-        auto next = std::make_unique<baton::file_lease>(ioc.get_executor(), store, options("p" + std::to_string(i)));
+        auto next = std::make_unique<file_lease>(ioc.get_executor(), store, options("p" + std::to_string(i)));
         acquired waiting;
         next->async_acquire(on_acquired(waiting));
         run_for(ioc, 300ms); // polling, while the holder renews
@@ -478,8 +486,8 @@ TEST_CASE("an election on a directory: one leader, observed by the others, hande
     temp_dir dir;
     asio::io_context ioc;
     baton::file_backend store(ioc.get_executor(), lease_params(dir.path));
-    baton::file_election x(ioc.get_executor(), store, options("x"));
-    baton::file_election y(ioc.get_executor(), store, options("y"));
+    file_election x(ioc.get_executor(), store, options("x"));
+    file_election y(ioc.get_executor(), store, options("y"));
     acquired lx, ly;
     x.async_campaign(on_acquired(lx));
     REQUIRE(run_until(ioc, [&] { return lx.ec.has_value(); }, 5s));
