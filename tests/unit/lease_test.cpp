@@ -965,13 +965,23 @@ sim::fault_profile slow_client(std::chrono::nanoseconds request_timeout) {
     p.request_timeout = request_timeout;
     return p;
 }
+
+// A memory store behind a network that injects only what a test scripts (inject_next, hold),
+// with 1-5 ms latency each way and the given client attempt timeout.
+struct scripted_network {
+    sim::scheduler sched;
+    baton::memory_backend store;
+    faulty_store net;
+    scripted_network(std::uint64_t seed, std::chrono::nanoseconds request_timeout)
+        : sched(seed), store(sched.get_executor()), net(store, sched.get_executor(), seed + 1, slow_client(request_timeout)) {
+        net.set_faults_enabled(false);
+    }
+};
 } // namespace
 
 TEST_CASE("a renewal of an ended term answered 412 during the next term leaves the next term alone") {
-    sim::scheduler sched(40);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 41, slow_client(60s)); // an attempt timeout past the deadline
-    net.set_faults_enabled(false);
+    scripted_network world(40, 60s); // an attempt timeout past the deadline
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 42));
     faulty_lease b(sched.get_executor(), net, options("b", 43));
     CHECK(acquire_now(sched, a).fencing_token == 1);
@@ -1001,11 +1011,9 @@ TEST_CASE("a renewal of an ended term answered 412 during the next term leaves t
 }
 
 TEST_CASE("a renewal of an ended term that times out during the next term does not disarm the next term's deadline") {
-    sim::scheduler sched(44);
-    baton::memory_backend store(sched.get_executor());
     // The first term's renewal (sent at ~6 s) times out at ~25 s: inside the next term, before its deadline.
-    faulty_store net(store, sched.get_executor(), 45, slow_client(19s));
-    net.set_faults_enabled(false);
+    scripted_network world(44, 19s);
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 46));
     acquire_now(sched, a);
     net.inject_next(sim::fault_kind::hold);
@@ -1027,10 +1035,8 @@ TEST_CASE("a renewal of an ended term that times out during the next term does n
 }
 
 TEST_CASE("acquiring past the deadline before the lease's timer ran delivers the loss first and never grants a token twice") {
-    sim::scheduler sched(48);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 49, slow_client(2s));
-    net.set_faults_enabled(false);
+    scripted_network world(48, 2s);
+    auto& [sched, store, net] = world;
     auto ex = sched.make_participant_executor();
     faulty_lease a(ex, net, options("a", 50));
     CHECK(acquire_now(sched, a).fencing_token == 1);
@@ -1067,10 +1073,8 @@ TEST_CASE("acquiring past the deadline before the lease's timer ran delivers the
 }
 
 TEST_CASE("a renewal that lands just before its re-send is refused keeps the lease") {
-    sim::scheduler sched(51);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 52, slow_client(2s));
-    net.set_faults_enabled(false);
+    scripted_network world(51, 2s);
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 53));
     acquire_now(sched, a);
     completed lost;
@@ -1094,10 +1098,8 @@ TEST_CASE("a renewal that lands just before its re-send is refused keeps the lea
 }
 
 TEST_CASE("a release refused because our renewal in doubt landed first still releases") {
-    sim::scheduler sched(54);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 55, slow_client(2s));
-    net.set_faults_enabled(false);
+    scripted_network world(54, 2s);
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 56));
     faulty_lease b(sched.get_executor(), net, options("b", 57));
     acquire_now(sched, a);
@@ -1157,10 +1159,8 @@ TEST_CASE("an unvalidated skew too large for the clock never makes a live holder
 
 
 TEST_CASE("a waiter registered while a release waits for the renewal in flight completes with released") {
-    sim::scheduler sched(61);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 62, slow_client(2s));
-    net.set_faults_enabled(false);
+    scripted_network world(61, 2s);
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 63));
     acquire_now(sched, a);
     net.inject_next(sim::fault_kind::hold);
@@ -1183,10 +1183,8 @@ TEST_CASE("a waiter registered while a release waits for the renewal in flight c
 }
 
 TEST_CASE("a release after a deadline loss still marks the record when the late renewal landed") {
-    sim::scheduler sched(64);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 65, slow_client(60s));
-    net.set_faults_enabled(false);
+    scripted_network world(64, 60s);
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 66));
     sim_lease b(sched.get_executor(), store, options("b", 67));
     acquire_now(sched, a);
@@ -1207,10 +1205,8 @@ TEST_CASE("a release after a deadline loss still marks the record when the late 
 }
 
 TEST_CASE("a release whose answer was lost is released, even when a contender took the lease through the marker first") {
-    sim::scheduler sched(68);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 69, slow_client(2s));
-    net.set_faults_enabled(false);
+    scripted_network world(68, 2s);
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 70));
     sim_lease b(sched.get_executor(), store, options("b", 71));
     acquire_now(sched, a);
@@ -1231,10 +1227,8 @@ TEST_CASE("a release whose answer was lost is released, even when a contender to
 }
 
 TEST_CASE("a renewal read back after the deadline is not sent again") {
-    sim::scheduler sched(72);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 73, slow_client(2s));
-    net.set_faults_enabled(false);
+    scripted_network world(72, 2s);
+    auto& [sched, store, net] = world;
     auto ex = sched.make_participant_executor();
     faulty_lease a(ex, net, options("a", 74));
     acquire_now(sched, a);
@@ -1255,10 +1249,8 @@ TEST_CASE("a renewal read back after the deadline is not sent again") {
 }
 
 TEST_CASE("try-once completes on store errors even when an earlier acquisition left a claim in doubt") {
-    sim::scheduler sched(75);
-    baton::memory_backend store(sched.get_executor());
-    faulty_store net(store, sched.get_executor(), 76, slow_client(2s));
-    net.set_faults_enabled(false);
+    scripted_network world(75, 2s);
+    auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 77));
     net.inject_next(sim::fault_kind::drop_request); // the claim: its outcome is unknown
     net.profile().throttle = 1.0;                    // then every request is throttled (known not applied)
