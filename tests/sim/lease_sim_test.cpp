@@ -170,7 +170,7 @@ private:
     // BATON_SIM_TRACE=1 prints each participant's events, for replaying one seed.
     void trace(participant const& p, std::string const& what) {
         if (!trace_) return;
-        std::printf("%10.4f p%d %s\n", std::chrono::duration<double>(virtual_clock::now().time_since_epoch()).count(),
+        std::printf("%12.6f p%d %s\n", std::chrono::duration<double>(virtual_clock::now().time_since_epoch()).count(),
                     p.index, what.c_str());
     }
 
@@ -273,12 +273,15 @@ private:
             if (!p.ex.frozen()) {
                 ++out_.freezes;
                 p.ex.freeze();
+                trace(p, "frozen");
                 // Past its TTL, sometimes far past.
                 auto const len = random_between(std::chrono::nanoseconds(cfg_.ttl) / 2, std::chrono::nanoseconds(cfg_.ttl) * 3);
                 auto t = std::make_shared<timer_t>(sched_.get_executor());
                 t->expires_at(baton::sim::manual_clock{}.timer_expiry(len));
-                t->async_wait([t, &p](baton::error_code) {
-                    if (p.ex.frozen()) p.ex.thaw();
+                t->async_wait([this, t, &p](baton::error_code) {
+                    if (!p.ex.frozen()) return;
+                    trace(p, "thawed");
+                    p.ex.thaw();
                 });
             }
             schedule_freeze();
