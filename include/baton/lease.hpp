@@ -557,6 +557,9 @@ private:
                 return begin_release();
             }
             if (gen != renew_gen) return;
+            // An answer run late (a paused process) may find the deadline passed: the loss is
+            // delivered now, not one timer tick later.
+            if (lose_if_past_deadline()) return;
             // A success moves the deadline later; the armed timer notices when it fires and re-arms.
             step_renew(std::move(next));
         }

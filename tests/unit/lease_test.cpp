@@ -1248,6 +1248,32 @@ TEST_CASE("a renewal read back after the deadline is not sent again") {
     CHECK(store.counts().puts == puts); // no renewal written after the deadline
 }
 
+TEST_CASE("a renewal answered while frozen and run after the deadline delivers the loss in the thaw instant") {
+    // Simulation seed 18579: the answer re-armed the renew wait with a deadline already
+    // passed, and the loss came one tick after the thaw; another holder's application could
+    // run in between while this one still believed it held.
+    scripted_network world(78, 2s);
+    auto& [sched, store, net] = world;
+    auto ex = sched.make_participant_executor();
+    faulty_lease a(ex, net, options("a", 80));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    net.inject_next(sim::fault_kind::hold); // the first renewal (~6 s) waits in the network
+    run_until_held(sched, net, 1);
+    ex.freeze();
+    net.deliver_held(); // it lands and succeeds; the answer waits for the frozen participant
+    sched.run_until(vtime(renew_deadline + renew_interval + 5s));
+    CHECK_FALSE(lost.ec.has_value());
+    vtime const thawed = sched.now();
+    ex.thaw();
+    sched.run_for(0ns);
+    REQUIRE(lost.ec.has_value());
+    CHECK(*lost.ec == errc::lease_lost);
+    CHECK(lost.at == thawed);
+    CHECK_FALSE(a.is_held());
+}
+
 TEST_CASE("try-once completes on store errors even when an earlier acquisition left a claim in doubt") {
     scripted_network world(75, 2s);
     auto& [sched, store, net] = world;
