@@ -136,8 +136,10 @@ public:
 
         @par Per-Operation Cancellation
         All types: stops waiting and completes with `operation_aborted`. A
-        write already sent is allowed to finish; if it won the lease, the
-        operation completes successfully instead (the lease is then held).
+        request already sent is allowed to finish, and a claim whose answer
+        was lost is read back once first (the same holds for the timeout); if
+        the claim won the lease, the operation completes successfully instead
+        (the lease is then held). Nothing new is written after cancellation.
     */
     template <class Token = boost::asio::deferred_t>
     auto async_acquire(acquire_options opts, Token&& token = {}) {
@@ -388,7 +390,13 @@ private:
         void interrupt_acquire(error_code reason) {
             if (!acquire_busy || acquire_stop) return;
             acquire_stop = reason;
-            if (acquire_io) return; // the write in flight decides: see the handlers below
+            if (acquire_io) return; // the request in flight decides: see the handlers below
+            if (m.claim_of_this_acquisition_in_doubt()) {
+                // Its claim may have landed: read it back before giving up, or the record would
+                // name us unseen and hold every contender off for ttl x skew.
+                acquire_timer.cancel();
+                return step_acquire(m.acquire_on_wait(now()));
+            }
             m.abandon_acquire();
             finish_acquire(reason);
         }
@@ -403,11 +411,13 @@ private:
                 backend.async_get(m.options().key, bound([self](error_code ec, get_result r) {
                     self->acquire_io = false;
                     if (self->closed) return;
-                    if (self->acquire_stop) {
+                    auto next = self->m.acquire_on_read(self->now(), ec, r.found, r.diag);
+                    // Stopped: only a claim of ours found landed completes the operation; nothing new is sent.
+                    if (self->acquire_stop && !(next.what == t::done && !next.ec)) {
                         self->m.abandon_acquire();
                         return self->finish_acquire(self->acquire_stop);
                     }
-                    self->step_acquire(self->m.acquire_on_read(self->now(), ec, r.found, r.diag));
+                    self->step_acquire(std::move(next));
                 }));
                 return;
             case t::write:

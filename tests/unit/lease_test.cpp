@@ -1274,6 +1274,66 @@ TEST_CASE("a renewal answered while frozen and run after the deadline delivers t
     CHECK_FALSE(a.is_held());
 }
 
+// An acquisition cancelled (or timed out) after its claim's answer was lost: the claim may have
+// landed. Abandoning it would leave a record that names us, unseen by us, holding every
+// contender off for ttl x skew; the cancellation reads it back first.
+void cancel_with_claim_in_doubt(bool read_held) {
+    scripted_network world(read_held ? 82 : 84, 2s);
+    auto& [sched, store, net] = world;
+    faulty_lease a(sched.get_executor(), net, options("a", 86));
+    asio::cancellation_signal sig;
+    acquired r;
+    net.inject_next(sim::fault_kind::drop_response); // the claim lands; its answer is lost (timeout at 2 s)
+    if (read_held) net.inject_next(sim::fault_kind::hold); // and the read back waits in the network
+    a.async_acquire(asio::bind_cancellation_slot(sig.slot(), on_acquired(r)));
+    if (read_held) {
+        run_until_held(sched, net, 1);
+    } else {
+        for (int i = 0; i < 30000 && net.counts().timeouts == 0; ++i) sched.run_for(1ms);
+        REQUIRE(net.counts().timeouts == 1);
+    }
+    REQUIRE_FALSE(r.ec.has_value());
+    auto const puts = store.counts().puts;
+    sig.emit(asio::cancellation_type::terminal);
+    if (read_held) {
+        sched.run_for(100ms);
+        CHECK_FALSE(r.ec.has_value()); // the read in flight decides
+        net.deliver_held();
+    }
+    sched.run_for(1s);
+    REQUIRE(r.ec.has_value());
+    CHECK_MESSAGE(!*r.ec, r.ec->message()); // the claim won: the operation completes successfully
+    CHECK(r.grant.fencing_token == 1);
+    CHECK(a.is_held());
+    CHECK(store.counts().puts == puts); // no new claim after the cancellation
+    release_now(sched, a);
+}
+
+TEST_CASE("an acquisition cancelled while its landed claim is in doubt settles it: the claim won") {
+    SUBCASE("cancelled while waiting to read back") { cancel_with_claim_in_doubt(false); }
+    SUBCASE("cancelled while the read back is in flight") { cancel_with_claim_in_doubt(true); }
+}
+
+TEST_CASE("an acquisition cancelled while its lost claim is in doubt completes aborted and sends nothing more") {
+    scripted_network world(88, 2s);
+    auto& [sched, store, net] = world;
+    faulty_lease a(sched.get_executor(), net, options("a", 90));
+    asio::cancellation_signal sig;
+    acquired r;
+    net.inject_next(sim::fault_kind::drop_request); // the claim never arrives
+    net.inject_next(sim::fault_kind::hold);         // the read back waits in the network
+    a.async_acquire(asio::bind_cancellation_slot(sig.slot(), on_acquired(r)));
+    run_until_held(sched, net, 1);
+    sig.emit(asio::cancellation_type::terminal);
+    net.deliver_held(); // the record is absent: the claim did not land, and no new claim is sent
+    sched.run_for(1s);
+    REQUIRE(r.ec.has_value());
+    CHECK(*r.ec == asio::error::operation_aborted);
+    CHECK(a.state() == lease_state::idle);
+    CHECK(store.counts().puts == 0);
+    CHECK_FALSE(stored_body(sched, store).has_value());
+}
+
 TEST_CASE("try-once completes on store errors even when an earlier acquisition left a claim in doubt") {
     scripted_network world(75, 2s);
     auto& [sched, store, net] = world;

@@ -149,6 +149,10 @@ public:
 
     /// True while an acquisition's claim may have landed unseen (its outcome is unknown).
     bool claim_in_doubt() const noexcept { return pending_.has_value(); }
+    /// True while the current acquisition's own claim may have landed unseen.
+    bool claim_of_this_acquisition_in_doubt() const noexcept {
+        return state_ == lease_state::acquiring && pending_ && pending_->acquisition == acquisition_;
+    }
 
     lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                  diagnostics const& d) {
