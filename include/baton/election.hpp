@@ -17,8 +17,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace baton {
 
@@ -75,33 +77,46 @@ public:
     /** Reads who leads now (one read). Completion: `void(error_code, std::optional<lease_info>)`,
         empty when nobody has led yet or the last leader resigned.
 
+        A crashed leader's record stays until someone takes over, so the
+        answer also says how long this candidate has seen the record
+        unchanged (`unchanged_for`, counted across this object's reads, from
+        the answer of the first read of that version) and whether that is at
+        least `ttl × max_clock_rate_skew`, in which case the leader is gone
+        (`expired`). A live leader renews every third of its ttl, so its
+        record never stays unchanged that long.
+
         Runs alongside `async_wait_for_change` and the lease's own operations,
         and any number at once. The handler runs on its associated executor.
     */
     template <class Token = boost::asio::deferred_t>
     auto async_leader(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
-            [](auto handler, lease_type* l) {
+            [](auto handler, lease_type* l, std::shared_ptr<watch_state> w) {
                 auto ex = l->get_executor();
                 l->backend().async_get(
                     l->options().key,
-                    boost::asio::bind_executor(ex, [h = std::move(handler), ex](error_code ec, get_result r) mutable {
+                    boost::asio::bind_executor(ex, [h = std::move(handler), ex, w = std::move(w), clock = l->clock(),
+                                                    skew = l->options().max_clock_rate_skew](error_code ec,
+                                                                                             get_result r) mutable {
                         std::optional<lease_info> info;
                         if (!ec && r.found) {
                             lease_info i;
                             diagnostics d;
                             ec = detail::lease_machine::describe(*r.found, i, d);
-                            if (!ec && !i.released) info = std::move(i);
+                            if (!ec && !i.released) {
+                                w->observe(i, clock.now().time_since_epoch(), skew);
+                                info = std::move(i);
+                            }
                         }
                         // post: the handler runs on its associated executor (a strand-bound one on its strand).
                         boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::move(info)));
                     }));
             },
-            token, &lease_);
+            token, &lease_, watch_);
     }
 
     /** Waits until the leader differs from `known` (another holder, another
-        term, or resigned), polling every `poll_interval`. Completion:
+        term, resigned, or expired: see `async_leader`), polling every `poll_interval`. Completion:
         `void(error_code, std::optional<lease_info>)` with the new leader.
 
         @par Per-Operation Cancellation
@@ -133,6 +148,19 @@ private:
         boost::asio::cancellation_slot slot;
         unsigned gen = 0;
         bool closed = false;
+        // The leader's record as this candidate's reads have seen it: which version, since when.
+        std::string seen_version;
+        std::chrono::nanoseconds seen_since{0};
+
+        // Ages `i` by how long its version has been seen unchanged (the takeover rule's own observation).
+        void observe(lease_info& i, std::chrono::nanoseconds now, double skew) {
+            if (i.version != seen_version) {
+                seen_version = i.version;
+                seen_since = now;
+            }
+            i.unchanged_for = now - seen_since;
+            i.expired = i.unchanged_for >= detail::lease_machine::takeover_window(i.ttl, skew);
+        }
 
         void finish(error_code ec, std::optional<lease_info> info) {
             if (!h) return;
@@ -152,7 +180,8 @@ private:
     static bool same_leader(std::optional<lease_info> const& a, std::optional<lease_info> const& b) {
         if (a.has_value() != b.has_value()) return false;
         if (!a) return true;
-        return a->owner == b->owner && a->fencing_token == b->fencing_token && a->released == b->released;
+        return a->owner == b->owner && a->fencing_token == b->fencing_token && a->released == b->released &&
+               a->expired == b->expired;
     }
 
     template <class Handler>

@@ -162,6 +162,16 @@ struct lease_info {
     std::chrono::milliseconds ttl{0};
     /// The store's version of the record.
     std::string version;
+    /** How long the reader has seen this same version, on its own clock, from
+        the answer of its first read of it; zero for a one-off read (only
+        observers that read repeatedly, such as `basic_election`, fill it).
+    */
+    std::chrono::nanoseconds unchanged_for{0};
+    /** True when the record stayed unchanged for `ttl × max_clock_rate_skew`
+        of the reader's time: its holder stopped renewing (crashed or cut off)
+        and no longer holds, though nobody has taken over yet.
+    */
+    bool expired = false;
 };
 
 /// Where a lease object is in its life.

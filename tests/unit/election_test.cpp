@@ -123,6 +123,58 @@ TEST_CASE("wait_for_change can be cancelled and leaves leadership alone") {
     CHECK(a.is_leader());
 }
 
+TEST_CASE("a crashed leader with no candidate to replace it is reported expired, with its age") {
+    baton::sim::scheduler sched(5);
+    baton::memory_backend store(sched.get_executor());
+    sim_election observer(sched.get_executor(), store, options("o", 5), {}, {}, baton::sim::manual_clock{});
+    auto leader_now = [&] {
+        std::optional<baton::lease_info> seen;
+        observer.async_leader([&](baton::error_code ec, std::optional<baton::lease_info> l) {
+            REQUIRE_FALSE(ec);
+            seen = l;
+        });
+        sched.run_for(10ms);
+        return seen;
+    };
+    {
+        sim_election a(sched.get_executor(), store, options("a", 6), {}, {}, baton::sim::manual_clock{});
+        a.async_campaign([](baton::error_code ec, baton::lease_grant) { REQUIRE_FALSE(ec); });
+        sched.run_for(1s);
+        // A live leader renews every third of its ttl: never unchanged long enough to expire.
+        for (int i = 0; i < 8; ++i) {
+            auto l = leader_now();
+            REQUIRE(l.has_value());
+            CHECK_FALSE(l->expired);
+            CHECK(l->unchanged_for < 7s);
+            sched.run_for(10s);
+        }
+    } // a crashes: destroyed without resigning; its record stays
+    auto first = leader_now();
+    REQUIRE(first.has_value());
+    CHECK_FALSE(first->expired);
+
+    std::optional<baton::lease_info> changed;
+    observer.async_wait_for_change(first, [&](baton::error_code ec, std::optional<baton::lease_info> l) {
+        CHECK_FALSE(ec);
+        changed = l;
+    });
+    sched.run_for(30s);
+    CHECK_FALSE(changed.has_value()); // within ttl x skew (40 s) of an unchanged record, a leader may still be live
+    auto later = leader_now();
+    REQUIRE(later.has_value());
+    CHECK_FALSE(later->expired);
+    CHECK(later->unchanged_for >= 30s);
+    sched.run_for(15s);
+    REQUIRE(changed.has_value()); // the watcher learns that the leader is gone
+    CHECK(changed->expired);
+    CHECK(changed->fencing_token == first->fencing_token);
+    auto gone = leader_now();
+    REQUIRE(gone.has_value());
+    CHECK(gone->expired);
+    CHECK(gone->unchanged_for >= 40s);
+    CHECK(gone->owner == first->owner);
+}
+
 TEST_CASE("run_while_held: work that finishes is followed by a release") {
     baton::sim::scheduler sched(3);
     baton::memory_backend store(sched.get_executor());

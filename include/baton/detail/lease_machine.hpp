@@ -309,6 +309,15 @@ public:
         if (state_ == lease_state::acquiring) state_ = lease_state::idle;
     }
 
+    // ttl x skew, saturated: a window too long (or not a number) to represent waits "forever", never wraps
+    // around to one already elapsed. Validated options never come near the cap (24 h x 1000).
+    static std::chrono::nanoseconds takeover_window(std::chrono::milliseconds ttl, double skew) {
+        constexpr double cap = 1e18; // ~31 years of nanoseconds, below INT64_MAX
+        double const ns = static_cast<double>(std::chrono::nanoseconds(ttl).count()) * skew;
+        if (!(ns < cap)) return std::chrono::nanoseconds(static_cast<std::int64_t>(cap));
+        return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+    }
+
     // A record read by anyone (status, elections): decode for display.
     static error_code describe(record const& r, lease_info& info, diagnostics& d) {
         lease_body b;
@@ -430,15 +439,6 @@ private:
         attempt_ = 0;
         next_after_wait_ = read_next;
         return lease_action::wait(std::min<std::chrono::nanoseconds>(poll_delay(), window - elapsed));
-    }
-
-    // ttl x skew, saturated: a window too long (or not a number) to represent waits "forever", never wraps
-    // around to one already elapsed. Validated options never come near the cap (24 h x 1000).
-    static std::chrono::nanoseconds takeover_window(std::chrono::milliseconds ttl, double skew) {
-        constexpr double cap = 1e18; // ~31 years of nanoseconds, below INT64_MAX
-        double const ns = static_cast<double>(std::chrono::nanoseconds(ttl).count()) * skew;
-        if (!(ns < cap)) return std::chrono::nanoseconds(static_cast<std::int64_t>(cap));
-        return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
     }
 
     std::chrono::nanoseconds poll_delay() {
