@@ -32,6 +32,9 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <optional>
@@ -43,6 +46,20 @@
 namespace baton {
 
 namespace detail {
+// Microseconds since 1970 by the wall clock, and above every floor handed out before in this
+// process (two creations within one microsecond, or a clock stepped back, still get distinct floors).
+inline std::uint64_t wall_clock_token_floor() {
+    static std::atomic<std::uint64_t> last{0};
+    auto const us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+    std::uint64_t want = static_cast<std::uint64_t>(std::max<std::int64_t>(1, us));
+    std::uint64_t seen = last.load(std::memory_order_relaxed);
+    do {
+        want = std::max(want, seen + 1);
+    } while (!last.compare_exchange_weak(seen, want, std::memory_order_relaxed));
+    return want;
+}
+
 /// Tag for constructors that skip validation (tests of the checker only).
 struct unchecked_t {
     explicit unchecked_t() = default;
@@ -345,6 +362,7 @@ private:
             g.fencing_token = m.token();
             g.remaining = m.remaining(now());
             g.took_over = m.took_over();
+            g.created_record = m.created_record();
             return g;
         }
 
@@ -365,6 +383,7 @@ private:
             notify_waiters(errc::lease_lost);
             acquire_busy = true;
             acquire_stop = {};
+            if (m.options().wall_clock_tokens) m.set_creation_floor(detail::wall_clock_token_floor());
             { // Boost 1.81's any_completion_handler move-assignment recurses: swap instead.
                 grant_handler tmp(std::move(h));
                 acquire_h.swap(tmp);

@@ -83,6 +83,17 @@ struct lease_options {
         participants with one seed would share an instance name). Empty: from `std::random_device`.
     */
     std::optional<std::uint64_t> random_seed;
+    /** Whether a record this lease creates starts its tokens at the wall-clock
+        time in microseconds since 1970 instead of 1 (above every token this
+        object saw either way). Tokens only grow by one per change of holder,
+        so they then survive the record's deletion (a lifecycle rule, a TTL,
+        an operator): the next holder's token is still larger than any a
+        fenced resource accepted before, unless its wall clock is behind
+        by more than the time since the first record was created.
+        Off: tokens go 1, 2, 3 and restart at 1 after a deletion (see
+        `lease_grant::created_record`).
+    */
+    bool wall_clock_tokens = false;
 
     /// The renew interval in force (explicit or derived).
     std::chrono::milliseconds effective_renew_interval() const noexcept {
@@ -146,6 +157,13 @@ struct lease_grant {
     std::chrono::nanoseconds remaining{0};
     /// True when the lease was taken over from a holder that stopped renewing (not released or free).
     bool took_over = false;
+    /** True when the record did not exist and this acquisition created it.
+        Its token then continues from the largest this object saw (1 for a
+        new object), or from the wall clock with `lease_options::wall_clock_tokens`:
+        if the key existed before and was deleted, a fenced resource may hold
+        a larger token than this grant's, and will refuse it.
+    */
+    bool created_record = false;
 };
 
 /// A lease record as stored, for status displays and elections.

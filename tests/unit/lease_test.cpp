@@ -1334,6 +1334,67 @@ TEST_CASE("an acquisition cancelled while its lost claim is in doubt completes a
     CHECK_FALSE(stored_body(sched, store).has_value());
 }
 
+void erase_record(sim::scheduler& sched, baton::memory_backend& store) {
+    bool done = false;
+    store.async_erase("jobs/nightly", baton::precondition::none(), [&](error_code ec, baton::erase_result) {
+        REQUIRE_FALSE(ec);
+        done = true;
+    });
+    sched.run_for(0ns);
+    REQUIRE(done);
+}
+
+TEST_CASE("a record deleted behind the lease's back: the next grant says it created the record, and tokens restart") {
+    sim::scheduler sched(92);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 93));
+    auto g1 = acquire_now(sched, a);
+    CHECK(g1.fencing_token == 1);
+    CHECK(g1.created_record);
+    release_now(sched, a);
+    auto g2 = acquire_now(sched, a);
+    CHECK(g2.fencing_token == 2);
+    CHECK_FALSE(g2.created_record);
+    release_now(sched, a);
+    erase_record(sched, store); // a lifecycle rule, a TTL, an operator
+
+    // This object remembers the tokens it saw: it continues above them.
+    auto g3 = acquire_now(sched, a);
+    CHECK(g3.fencing_token == 3);
+    CHECK(g3.created_record);
+    release_now(sched, a);
+    erase_record(sched, store);
+    // A new object cannot know: its token restarts, and its grant says why.
+    sim_lease b(sched.get_executor(), store, options("b", 94));
+    auto g4 = acquire_now(sched, b);
+    CHECK(g4.fencing_token == 1);
+    CHECK(g4.created_record);
+}
+
+TEST_CASE("wall-clock tokens survive the record's deletion") {
+    sim::scheduler sched(95);
+    baton::memory_backend store(sched.get_executor());
+    auto o = options("a", 96);
+    o.wall_clock_tokens = true;
+    auto const before = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    sim_lease a(sched.get_executor(), store, o);
+    auto g1 = acquire_now(sched, a);
+    CHECK(g1.created_record);
+    CHECK(g1.fencing_token >= before);
+    release_now(sched, a);
+    auto g2 = acquire_now(sched, a);
+    CHECK(g2.fencing_token == g1.fencing_token + 1); // one per change of holder, as ever
+    release_now(sched, a);
+    erase_record(sched, store);
+    auto ob = options("b", 97);
+    ob.wall_clock_tokens = true;
+    sim_lease b(sched.get_executor(), store, ob); // a new object, knowing nothing of the old tokens
+    auto g3 = acquire_now(sched, b);
+    CHECK(g3.created_record);
+    CHECK(g3.fencing_token > g2.fencing_token);
+}
+
 TEST_CASE("try-once completes on store errors even when an earlier acquisition left a claim in doubt") {
     scripted_network world(75, 2s);
     auto& [sched, store, net] = world;

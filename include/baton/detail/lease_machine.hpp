@@ -104,6 +104,9 @@ public:
     lease_options const& options() const noexcept { return opts_; }
     std::uint64_t token() const noexcept { return held_.token; }
     bool took_over() const noexcept { return took_over_; }
+    bool created_record() const noexcept { return created_; }
+    // The least token a record this object creates starts at (wall-clock tokens; see lease_options).
+    void set_creation_floor(std::uint64_t floor) noexcept { creation_floor_ = floor; }
     own_time deadline() const noexcept { return held_.t_send + renew_deadline_; }
     own_time valid_until() const noexcept { return held_.t_send + ttl_; }
     bool is_held(own_time now) const noexcept { return state_ == lease_state::held && now < deadline(); }
@@ -123,9 +126,10 @@ public:
         try_once_ = !wait;
         attempt_ = 0;
         took_over_ = false;
+        created_ = false;
         diag_.clear();
         if (known_ && released_) return claim(now, known_token_ + 1, precondition::matches(known_version_));
-        if (!known_ || absent_) return claim(now, max_token_seen_ + 1, precondition::absent());
+        if (!known_ || absent_) return create(now);
         return lease_action::read();
     }
 
@@ -141,7 +145,7 @@ public:
             known_ = true;
             absent_ = true;
             released_ = false;
-            return claim(now, max_token_seen_ + 1, precondition::absent());
+            return create(now);
         }
         if (outcome_unknown(ec)) pending_ = inflight_;
         return retry_or_fail(ec, read_next);
@@ -164,7 +168,7 @@ public:
             known_ = true;
             absent_ = true;
             released_ = false;
-            return claim(now, max_token_seen_ + 1, precondition::absent());
+            return create(now);
         }
         return consider(now, *found);
     }
@@ -340,6 +344,7 @@ private:
         own_time sent{0};
         std::uint64_t acquisition = 0; // claims: which acquisition sent it
         bool release = false;          // own writes: a released marker
+        bool creates = false;          // claims: created the record (it was absent)
     };
     struct held_record {
         std::uint64_t token = 0;
@@ -371,13 +376,20 @@ private:
     }
 
     lease_action claim(own_time now, std::uint64_t token, precondition pc) {
-        inflight_ = attempt_record{new_nonce(), token, now, acquisition_, false};
+        inflight_ = attempt_record{new_nonce(), token, now, acquisition_, false,
+                                   pc.which() == precondition::kind::absent};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
         return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
     }
 
+    // The record is absent: create it, with a token above every one this object saw and the floor.
+    lease_action create(own_time now) {
+        return claim(now, std::max(max_token_seen_ + 1, creation_floor_), precondition::absent());
+    }
+
     lease_action claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent) {
         note_success();
+        created_ = created_ || inflight_.creates;
         pending_.reset();
         max_token_seen_ = std::max(max_token_seen_, token);
         known_ = true;
@@ -565,6 +577,8 @@ private:
     held_record held_;
     bool has_version_ = false;
     bool took_over_ = false;
+    bool created_ = false;             // the last acquisition created the record
+    std::uint64_t creation_floor_ = 0; // the least token a created record starts at
     bool try_once_ = false;
     unsigned attempt_ = 0;
     after_wait next_after_wait_ = read_next;
