@@ -129,6 +129,14 @@ public:
         return state_->counts;
     }
 
+    /// What is stored at `key` now, read at once and not counted (simulations check the truth with it).
+    std::optional<record> peek(std::string_view key) const {
+        std::lock_guard lock(state_->mutex);
+        auto it = state_->records.find(key);
+        if (it == state_->records.end()) return std::nullopt;
+        return record{std::string(key), it->second.body, it->second.version};
+    }
+
     /// Number of records stored.
     std::size_t size() const {
         std::lock_guard lock(state_->mutex);

@@ -4,8 +4,9 @@
 
 /** @file
     A record store that misbehaves on purpose: it wraps any backend and,
-    per request, drops it, applies it and drops the response, delays it, or
-    answers 409 / 412 / 500 / 503 / throttled, as a seeded random source and
+    per request, drops it, applies it and drops the response, delays it,
+    delivers it twice, answers a read with an older answer, or answers
+    409 / 412 / 500 / 503 / throttled (applied or not), as a seeded random source and
     a fault profile say. Every request also gets network latency, and the
     client side times out as an HTTP client would, so a write can land after
     its sender gave up on it.
@@ -26,8 +27,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
+#include <string>
+#include <type_traits>
 
 namespace baton::sim {
 
@@ -40,6 +44,9 @@ struct fault_profile {
     double server_error = 0;   ///< 500: applied or not (even odds), the client cannot tell
     double unavailable = 0;    ///< 503: not applied
     double throttle = 0;       ///< throttled: not applied
+    double throttle_applied = 0; ///< writes only: applied, yet answered throttled
+    double duplicate = 0;      ///< reaches the store twice: a copy follows up to `max_extra_delay` later (the client sees the first answer)
+    double stale_read = 0;     ///< reads only: answered with what this client's previous read of the key returned (a lagging replica)
     double delay = 0;          ///< an extra delay of up to `max_extra_delay` on the way in or out
     std::chrono::nanoseconds min_latency = std::chrono::milliseconds(1);  ///< each way
     std::chrono::nanoseconds max_latency = std::chrono::milliseconds(15); ///< each way
@@ -61,12 +68,16 @@ enum class fault_kind {
     unavailable,           ///< 503, not applied
     throttle,              ///< throttled, not applied
     hold,                  ///< held in the network until `deliver_held`: only then reaches the store and answers
+    throttle_applied,      ///< applied, yet answered throttled
+    duplicate,             ///< reaches the store twice (the copy after up to `max_extra_delay`)
+    stale_read,            ///< reads: the previous answer this client got for the key
 };
 
 /// Counts of faults injected, by kind.
 struct fault_counts {
     std::uint64_t requests = 0, dropped_requests = 0, dropped_responses = 0, conflicts = 0, preconditions = 0,
-                  server_errors = 0, unavailable = 0, throttled = 0, delayed = 0, timeouts = 0, held = 0;
+                  server_errors = 0, unavailable = 0, throttled = 0, delayed = 0, timeouts = 0, held = 0,
+                  throttled_applied = 0, duplicated = 0, stale_reads = 0;
 };
 
 /** Wraps a backend with injected faults. Copies share the fault state.
@@ -120,7 +131,7 @@ public:
     auto async_get(std::string key, Token&& token) {
         return run<get_result>(std::forward<Token>(token), false, [key](Backend& b, auto h) mutable {
             b.async_get(std::move(key), std::move(h));
-        });
+        }, key);
     }
 
     /// @copydoc memory_backend::async_put
@@ -155,7 +166,7 @@ public:
 
 private:
     enum class fault { none, drop_request, drop_response, conflict, precondition, server_error_applied,
-                       server_error_lost, unavailable, throttle, hold };
+                       server_error_lost, unavailable, throttle, hold, throttle_applied, duplicate, stale_read };
 
     static fault from_kind(fault_kind k) {
         switch (k) {
@@ -168,6 +179,9 @@ private:
         case fault_kind::unavailable: return fault::unavailable;
         case fault_kind::throttle: return fault::throttle;
         case fault_kind::hold: return fault::hold;
+        case fault_kind::throttle_applied: return fault::throttle_applied;
+        case fault_kind::duplicate: return fault::duplicate;
+        case fault_kind::stale_read: return fault::stale_read;
         }
         return fault::none;
     }
@@ -183,6 +197,8 @@ private:
         fault_counts counts;
         std::deque<fault_kind> scripted;
         std::deque<std::function<void(std::shared_ptr<state> const&)>> held; // requests held in the network
+        std::map<std::string, get_result, std::less<>> last_reads; // per key: the answer before the latest (stale reads)
+        std::map<std::string, get_result, std::less<>> latest_reads;
 
         double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
 
@@ -202,7 +218,9 @@ private:
             if (!scripted.empty()) {
                 fault f = from_kind(scripted.front());
                 scripted.pop_front();
-                if (!is_write && (f == fault::conflict || f == fault::precondition)) return fault::none;
+                if (!is_write && (f == fault::conflict || f == fault::precondition || f == fault::throttle_applied))
+                    return fault::none;
+                if (is_write && f == fault::stale_read) return fault::none;
                 count(f);
                 return f;
             }
@@ -218,6 +236,9 @@ private:
                 return ++counts.server_errors, (uniform() < 0.5 ? fault::server_error_applied : fault::server_error_lost);
             if (hit(profile.unavailable)) return ++counts.unavailable, fault::unavailable;
             if (hit(profile.throttle)) return ++counts.throttled, fault::throttle;
+            if (is_write && hit(profile.throttle_applied)) return ++counts.throttled_applied, fault::throttle_applied;
+            if (hit(profile.duplicate)) return ++counts.duplicated, fault::duplicate;
+            if (!is_write && hit(profile.stale_read)) return ++counts.stale_reads, fault::stale_read;
             return fault::none;
         }
 
@@ -232,6 +253,9 @@ private:
             case fault::unavailable: ++counts.unavailable; break;
             case fault::throttle: ++counts.throttled; break;
             case fault::hold: ++counts.held; break;
+            case fault::throttle_applied: ++counts.throttled_applied; break;
+            case fault::duplicate: ++counts.duplicated; break;
+            case fault::stale_read: ++counts.stale_reads; break;
             case fault::none: break;
             }
         }
@@ -265,15 +289,17 @@ private:
         case fault::server_error_applied:
         case fault::server_error_lost: return errc::service_unavailable;
         case fault::unavailable: return errc::service_unavailable;
-        case fault::throttle: return errc::throttled;
+        case fault::throttle:
+        case fault::throttle_applied: return errc::throttled;
         default: return {};
         }
     }
 
+    // Reads of `read_key` remember their answers, so that a stale read can repeat the one before.
     template <class Result, class Token, class Forward>
-    auto run(Token&& token, bool is_write, Forward forward) {
+    auto run(Token&& token, bool is_write, Forward forward, std::string read_key = {}) {
         return boost::asio::async_initiate<Token, void(error_code, Result)>(
-            [st = st_, is_write](auto handler, Forward fwd) {
+            [st = st_, is_write, read_key = std::move(read_key)](auto handler, Forward fwd) mutable {
                 auto op = std::make_shared<pending<Result>>(pending<Result>{
                     boost::asio::any_completion_handler<void(error_code, Result)>(std::move(handler)), false});
                 fault const f = st->pick(is_write);
@@ -284,9 +310,26 @@ private:
                     complete<Result>(*st, op, errc::timeout, Result{});
                 });
                 if (f == fault::drop_request) return;
+                if constexpr (std::is_same_v<Result, get_result>) {
+                    if (f == fault::stale_read) {
+                        auto it = st->last_reads.find(read_key);
+                        if (it != st->last_reads.end()) {
+                            return st->after(out + back, [st, op, r = it->second]() mutable {
+                                complete<Result>(*st, op, error_code{}, std::move(r));
+                            });
+                        }
+                    }
+                }
+                if (f == fault::duplicate) {
+                    // The copy: reaches the store later, its answer goes nowhere.
+                    auto const extra = std::chrono::nanoseconds(static_cast<std::int64_t>(
+                        st->uniform() * static_cast<double>(st->profile.max_extra_delay.count())));
+                    st->after(out + extra, [st, fwd]() mutable { fwd(st->inner, [](error_code, Result) {}); });
+                }
                 // The request reaching the store. It takes the state as an argument: a held one
                 // must not keep the state alive from inside it.
-                auto arrive = [op, f, back, fwd = std::move(fwd)](std::shared_ptr<state> const& st) mutable {
+                auto arrive = [op, f, back, fwd = std::move(fwd), read_key = std::move(read_key)](
+                                  std::shared_ptr<state> const& st) mutable {
                     if (f == fault::conflict || f == fault::precondition || f == fault::server_error_lost ||
                         f == fault::unavailable || f == fault::throttle) {
                         Result r;
@@ -295,11 +338,23 @@ private:
                             complete<Result>(*st, op, error_of(f), std::move(r));
                         });
                     }
-                    fwd(st->inner, [st, op, f, back](error_code ec, Result r) mutable {
+                    fwd(st->inner, [st, op, f, back, read_key = std::move(read_key)](error_code ec, Result r) mutable {
+                        if constexpr (std::is_same_v<Result, get_result>) {
+                            if (!ec) { // what a lagging replica could answer next time
+                                auto latest = st->latest_reads.find(read_key);
+                                if (latest != st->latest_reads.end()) st->last_reads[read_key] = latest->second;
+                                st->latest_reads[read_key] = r;
+                            }
+                        }
                         if (f == fault::drop_response) return;
                         if (f == fault::server_error_applied) {
                             ec = errc::service_unavailable;
                             r = Result{};
+                        }
+                        if (f == fault::throttle_applied) {
+                            ec = errc::throttled;
+                            r = Result{};
+                            r.diag.message = "injected fault";
                         }
                         st->after(back, [st, op, ec, r = std::move(r)]() mutable {
                             complete<Result>(*st, op, ec, std::move(r));
