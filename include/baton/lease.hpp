@@ -156,7 +156,9 @@ public:
         request already sent is allowed to finish, and a claim whose answer
         was lost is read back once first (the same holds for the timeout); if
         the claim won the lease, the operation completes successfully instead
-        (the lease is then held). Nothing new is written after cancellation.
+        (the lease is then held; a claim that landed too late to act on is
+        first refreshed, under the same token). No new claim is written after
+        cancellation.
     */
     template <class Token = boost::asio::deferred_t>
     auto async_acquire(acquire_options opts, Token&& token = {}) {
@@ -410,14 +412,18 @@ private:
             if (!acquire_busy || acquire_stop) return;
             acquire_stop = reason;
             if (acquire_io) return; // the request in flight decides: see the handlers below
-            if (m.claim_of_this_acquisition_in_doubt()) {
-                // Its claim may have landed: read it back before giving up, or the record would
-                // name us unseen and hold every contender off for ttl x skew.
-                acquire_timer.cancel();
-                return step_acquire(m.acquire_on_wait(now()));
-            }
+            if (settle_before_stopping()) return;
             m.abandon_acquire();
             finish_acquire(reason);
+        }
+
+        // A stopped acquisition whose claim may have landed reads it back once before giving up,
+        // or the record would name us unseen and hold every contender off for ttl x skew.
+        bool settle_before_stopping() {
+            if (!m.claim_of_this_acquisition_in_doubt()) return false;
+            acquire_timer.cancel();
+            step_acquire(m.acquire_on_wait(now()));
+            return true;
         }
 
         void step_acquire(detail::lease_action a) {
@@ -431,8 +437,9 @@ private:
                     self->acquire_io = false;
                     if (self->closed) return;
                     auto next = self->m.acquire_on_read(self->now(), ec, r.found, r.diag);
-                    // Stopped: only a claim of ours found landed completes the operation; nothing new is sent.
-                    if (self->acquire_stop && !(next.what == t::done && !next.ec)) {
+                    // Stopped: only a claim of ours found landed completes the operation (refreshed first
+                    // when it landed too late to act on); no new claim is sent.
+                    if (self->acquire_stop && !(next.what == t::done && !next.ec) && !self->m.refreshing_late_claim()) {
                         self->m.abandon_acquire();
                         return self->finish_acquire(self->acquire_stop);
                     }
@@ -446,7 +453,9 @@ private:
                                       self->acquire_io = false;
                                       if (self->closed) return;
                                       auto next = self->m.acquire_on_write(self->now(), ec, r);
-                                      if (self->acquire_stop && !(next.what == t::done && !next.ec)) {
+                                      if (self->acquire_stop && !(next.what == t::done && !next.ec) &&
+                                          !self->m.refreshing_late_claim()) {
+                                          if (self->settle_before_stopping()) return;
                                           self->m.abandon_acquire();
                                           return self->finish_acquire(self->acquire_stop);
                                       }

@@ -1395,6 +1395,89 @@ TEST_CASE("wall-clock tokens survive the record's deletion") {
     CHECK(g3.fencing_token > g2.fencing_token);
 }
 
+TEST_CASE("a renewal refused by a spurious 412 reads the record and keeps the lease") {
+    scripted_network world(98, 2s);
+    auto& [sched, store, net] = world;
+    faulty_lease a(sched.get_executor(), net, options("a", 99));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    net.inject_next(sim::fault_kind::precondition); // the store refuses a write whose condition held
+    auto const gets = store.counts().gets;
+    sched.run_for(60s);
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(a.is_held());
+    CHECK(store.counts().gets == gets + 1); // one read to see the record is still ours
+    CHECK(a.fencing_token() == 1);
+}
+
+TEST_CASE("a release refused by a spurious 412, or throttled after it was applied, still releases") {
+    for (auto fault : {sim::fault_kind::precondition, sim::fault_kind::throttle_applied}) {
+        CAPTURE(static_cast<int>(fault));
+        scripted_network world(100, 2s);
+        auto& [sched, store, net] = world;
+        faulty_lease a(sched.get_executor(), net, options("a", 101));
+        acquire_now(sched, a);
+        net.inject_next(fault);
+        completed r;
+        a.async_release(on_completed(r));
+        sched.run_for(5s);
+        REQUIRE(r.ec.has_value());
+        CHECK_MESSAGE(!*r.ec, r.ec->message());
+        auto const body = stored_body(sched, store);
+        REQUIRE(body.has_value());
+        CHECK(body->released);
+        CHECK(body->token == 1);
+    }
+}
+
+TEST_CASE("a store that refuses every write although the record is unchanged fails the release with a clear error") {
+    scripted_network world(102, 2s);
+    auto& [sched, store, net] = world;
+    faulty_lease a(sched.get_executor(), net, options("a", 103));
+    acquire_now(sched, a);
+    net.profile().precondition = 1.0; // writes only: reads pass
+    net.set_faults_enabled(true);
+    completed r;
+    a.async_release(on_completed(r));
+    sched.run_for(30s);
+    REQUIRE(r.ec.has_value());
+    CHECK(*r.ec == errc::precondition_failed);
+    CHECK(a.last_diagnostics().message.find("preconditions") != std::string::npos);
+}
+
+TEST_CASE("a renewal throttled after it was applied is read back and keeps the lease") {
+    scripted_network world(104, 2s);
+    auto& [sched, store, net] = world;
+    faulty_lease a(sched.get_executor(), net, options("a", 105));
+    acquire_now(sched, a);
+    completed lost;
+    a.async_wait_lost(on_completed(lost));
+    net.inject_next(sim::fault_kind::throttle_applied);
+    sched.run_for(60s);
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(a.is_held());
+}
+
+TEST_CASE("an acquisition cancelled while its claim travels, answered with an unknown outcome, reads the claim back") {
+    scripted_network world(106, 2s);
+    auto& [sched, store, net] = world;
+    faulty_lease a(sched.get_executor(), net, options("a", 107));
+    asio::cancellation_signal sig;
+    acquired r;
+    net.inject_next(sim::fault_kind::server_error_applied); // the claim lands; its answer is an ambiguous 500
+    a.async_acquire(asio::bind_cancellation_slot(sig.slot(), on_acquired(r)));
+    sig.emit(asio::cancellation_type::terminal);
+    sched.run_for(0ns); // the cancellation is seen while the claim travels (1-5 ms each way)
+    CHECK(store.counts().puts == 0);
+    CHECK_FALSE(r.ec.has_value());
+    sched.run_for(1s);
+    REQUIRE(r.ec.has_value());
+    CHECK_MESSAGE(!*r.ec, r.ec->message()); // the claim won: not abandoned
+    CHECK(a.is_held());
+    CHECK(store.counts().puts == 1);
+}
+
 TEST_CASE("try-once completes on store errors even when an earlier acquisition left a claim in doubt") {
     scripted_network world(75, 2s);
     auto& [sched, store, net] = world;

@@ -31,6 +31,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace baton::detail {
@@ -75,10 +76,13 @@ struct lease_action {
     static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
 };
 
-// Which outcomes leave a write's fate unknown, so that it must be read back.
+// Which outcomes leave a write's fate unknown, so that it must be read back. A throttled write
+// is normally refused, but a proxy or an S3-compatible store may answer SlowDown after applying
+// it: reading back costs one request, believing it refused could cost the lease.
 inline bool outcome_unknown(error_code const& ec) {
     return ec == errc::timeout || ec == errc::unknown_outcome || ec == errc::service_unavailable ||
-           ec == errc::conflict || (ec.category() != baton::error_category() && is_retryable(ec));
+           ec == errc::conflict || ec == errc::throttled ||
+           (ec.category() != baton::error_category() && is_retryable(ec));
 }
 
 // Hooks into the driver's RetryPolicy, kept non-template so the machine compiles once.
@@ -134,6 +138,7 @@ public:
     }
 
     lease_action acquire_on_write(own_time now, error_code ec, put_result const& r) {
+        late_claim_ = false;
         if (!ec) return claimed(now, inflight_.token, r.version, inflight_.sent);
         diag_ = r.diag;
         if (ec == errc::precondition_failed) {
@@ -153,6 +158,9 @@ public:
 
     /// True while an acquisition's claim may have landed unseen (its outcome is unknown).
     bool claim_in_doubt() const noexcept { return pending_.has_value(); }
+    /// True when the last answer showed this acquisition's claim landed too late to act on, and
+    /// the action returned refreshes it (same token): finishing the claim, not a new one.
+    bool refreshing_late_claim() const noexcept { return late_claim_; }
     /// True while the current acquisition's own claim may have landed unseen.
     bool claim_of_this_acquisition_in_doubt() const noexcept {
         return state_ == lease_state::acquiring && pending_ && pending_->acquisition == acquisition_;
@@ -160,6 +168,7 @@ public:
 
     lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                  diagnostics const& d) {
+        late_claim_ = false;
         if (ec) {
             diag_ = d;
             return retry_or_fail(ec, read_next);
@@ -211,9 +220,13 @@ public:
         if (!ec) return renewed(now, inflight_, r.version);
         diag_ = r.diag;
         if (ec == errc::precondition_failed || ec == errc::not_found) {
-            // An earlier attempt of ours that was in doubt may have landed since: read before giving up.
-            if (!own_doubts_.empty()) return lease_action::read();
-            return lose();
+            // Refused: the record decides, not the refusal. An earlier attempt of ours may have
+            // landed, or the refusal was spurious (a store or proxy that retried a request that
+            // had landed); a real takeover happens only long after our deadline, so reading
+            // first costs no safety.
+            refused_ = true;
+            if (r.current) return renew_on_read(now, {}, r.current, r.diag);
+            return lease_action::read();
         }
         if (outcome_unknown(ec)) {
             own_doubts_.push_back(inflight_);
@@ -242,7 +255,12 @@ public:
         if (auto dec = decode_lease_body(found->body, b, diag_)) return lose();
         if (auto landed = own_doubt(b.nonce)) return renewed(now, *landed, found->version);
         if (now >= deadline()) return lose(); // too late to write: it would only delay the contenders
-        if (found->version == held_.version) return renew_write(now); // none landed (yet): send again
+        if (found->version == held_.version) {
+            // Unchanged: none landed (yet), or the store refused a write that held. Send again,
+            // after a pause when it was refused.
+            if (std::exchange(refused_, false)) return backoff_renew(errc::precondition_failed, write_next);
+            return renew_write(now);
+        }
         return lose();
     }
 
@@ -259,6 +277,8 @@ public:
     lease_action release_start(own_time now) {
         state_ = lease_state::releasing;
         attempt_ = 0;
+        refused_ = false;
+        release_refusals_ = 0;
         diag_.clear();
         return release_write(now);
     }
@@ -268,12 +288,11 @@ public:
         if (!ec) return released(r.version);
         diag_ = r.diag;
         if (ec == errc::precondition_failed || ec == errc::not_found) {
-            // A renewal or release of ours that was in doubt may have landed since: read first.
-            if (!own_doubts_.empty()) {
-                next_after_wait_ = read_next;
-                return lease_action::read();
-            }
-            return release_failed(errc::lease_lost);
+            // As for renewals, the record decides: a write of ours in doubt may have landed, or the refusal was spurious.
+            refused_ = true;
+            if (r.current) return release_on_read(now, {}, r.current, r.diag);
+            next_after_wait_ = read_next;
+            return lease_action::read();
         }
         if (outcome_unknown(ec)) own_doubts_.push_back(inflight_);
         return backoff_release(ec, outcome_unknown(ec) ? read_next : write_next);
@@ -294,7 +313,14 @@ public:
             held_.version = found->version;
             return release_write(now);
         }
-        if (found->version == held_.version) return release_write(now);
+        if (found->version == held_.version) {
+            if (std::exchange(refused_, false) && ++release_refusals_ >= 3) {
+                diag_.message = "the store refused the released marker three times while the record stayed "
+                                "unchanged: it does not honour preconditions as it should";
+                return release_failed(errc::precondition_failed);
+            }
+            return release_write(now);
+        }
         // A contender's record while we are still valid: only our released marker can have let it
         // in (a takeover needs ttl x skew of unchanged version). A release in doubt landed.
         if (b.token > held_.token && now < valid_until() &&
@@ -399,6 +425,7 @@ private:
         known_token_ = token;
         if (now >= sent + renew_deadline_) {
             // It landed, but too late to act on: refresh our own record first.
+            late_claim_ = true;
             return claim(now, token, precondition::matches(version));
         }
         held_ = held_record{token, version, inflight_.nonce, sent};
@@ -469,7 +496,9 @@ private:
             state_ = lease_state::idle;
             return lease_action::done(ec);
         }
-        if (try_once_ && !(pending_ && pending_->acquisition == acquisition_)) { // only this one's claim is waited for
+        if (try_once_) {
+            // Bounded by the policy, even with its own claim in doubt: the claim stays known, and
+            // the next acquisition adopts it if it landed.
             state_ = lease_state::idle;
             return lease_action::done(ec);
         }
@@ -507,6 +536,7 @@ private:
         held_.version = version;
         held_.t_send = a.sent;
         held_.nonce = a.nonce;
+        refused_ = false;
         // Every other attempt of this round was conditional on the version just replaced: none can land now.
         own_doubts_.clear();
         note_success();
@@ -577,7 +607,10 @@ private:
     held_record held_;
     bool has_version_ = false;
     bool took_over_ = false;
+    bool late_claim_ = false;          // the last answer found our claim landed too late: refreshing it
     bool created_ = false;             // the last acquisition created the record
+    bool refused_ = false;             // the last renewal or release write was refused (412, 404): read to confirm
+    unsigned release_refusals_ = 0;    // refusals of this release while the record stayed ours
     std::uint64_t creation_floor_ = 0; // the least token a created record starts at
     bool try_once_ = false;
     unsigned attempt_ = 0;
