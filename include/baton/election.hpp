@@ -17,6 +17,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -44,6 +45,15 @@ public:
     basic_election(executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {}, Signer signer = {},
                    Clock clock = {})
         : lease_(ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer), std::move(clock)),
+          watch_(std::make_shared<watch_state>(ex)) {}
+
+    /** A candidate without validated options. Only for proving that the
+        simulation checker catches unsafe settings; never use it otherwise.
+    */
+    basic_election(detail::unchecked_t, executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {},
+                   Signer signer = {}, Clock clock = {})
+        : lease_(detail::unchecked, ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer),
+                 std::move(clock)),
           watch_(std::make_shared<watch_state>(ex)) {}
 
     /// Stops watching and abandons leadership (see `basic_lease`).
@@ -78,12 +88,13 @@ public:
         empty when nobody has led yet or the last leader resigned.
 
         A crashed leader's record stays until someone takes over, so the
-        answer also says how long this candidate has seen the record
-        unchanged (`unchanged_for`, counted across this object's reads, from
-        the answer of the first read of that version) and whether that is at
-        least `ttl × max_clock_rate_skew`, in which case the leader is gone
-        (`expired`). A live leader renews every third of its ttl, so its
-        record never stays unchanged that long.
+        answer also says how long this candidate knows the record unchanged
+        (`unchanged_for`, across this object's reads: from the answer of the
+        first read that showed this version to the sending of the latest) and
+        whether that is at least `ttl × max_clock_rate_skew`, in which case
+        the leader is gone (`expired`): a leader stops acting at its renew
+        deadline unless a renewal was confirmed, and a confirmed renewal
+        changes the version.
 
         Runs alongside `async_wait_for_change` and the lease's own operations,
         and any number at once. The handler runs on its associated executor.
@@ -93,9 +104,10 @@ public:
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
             [](auto handler, lease_type* l, std::shared_ptr<watch_state> w) {
                 auto ex = l->get_executor();
+                auto const sent = l->clock().now().time_since_epoch();
                 l->backend().async_get(
                     l->options().key,
-                    boost::asio::bind_executor(ex, [h = std::move(handler), ex, w = std::move(w), clock = l->clock(),
+                    boost::asio::bind_executor(ex, [h = std::move(handler), ex, w = std::move(w), clock = l->clock(), sent,
                                                     skew = l->options().max_clock_rate_skew](error_code ec,
                                                                                              get_result r) mutable {
                         std::optional<lease_info> info;
@@ -104,7 +116,7 @@ public:
                             diagnostics d;
                             ec = detail::lease_machine::describe(*r.found, i, d);
                             if (!ec && !i.released) {
-                                w->observe(i, clock.now().time_since_epoch(), skew);
+                                w->observe(i, clock.now().time_since_epoch(), sent, skew);
                                 info = std::move(i);
                             }
                         }
@@ -152,13 +164,15 @@ private:
         std::string seen_version;
         std::chrono::nanoseconds seen_since{0};
 
-        // Ages `i` by how long its version has been seen unchanged (the takeover rule's own observation).
-        void observe(lease_info& i, std::chrono::nanoseconds now, double skew) {
+        // Ages `i` by how long its version is known unchanged: from the answer of the first read that
+        // showed it to the sending of this one (a late answer proves nothing about the time after the
+        // read reached the store, when a renewal may have landed).
+        void observe(lease_info& i, std::chrono::nanoseconds answered, std::chrono::nanoseconds sent, double skew) {
             if (i.version != seen_version) {
                 seen_version = i.version;
-                seen_since = now;
+                seen_since = answered;
             }
-            i.unchanged_for = now - seen_since;
+            i.unchanged_for = std::max(std::chrono::nanoseconds(0), sent - seen_since);
             i.expired = i.unchanged_for >= detail::lease_machine::takeover_window(i.ttl, skew);
         }
 

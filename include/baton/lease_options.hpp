@@ -180,9 +180,10 @@ struct lease_info {
     std::chrono::milliseconds ttl{0};
     /// The store's version of the record.
     std::string version;
-    /** How long the reader has seen this same version, on its own clock, from
-        the answer of its first read of it; zero for a one-off read (only
-        observers that read repeatedly, such as `basic_election`, fill it).
+    /** How long the reader knows this same version unchanged, on its own
+        clock: from the answer of its first read that showed it to the
+        sending of the latest. Zero for a one-off read (only observers that
+        read repeatedly, such as `basic_election`, fill it).
     */
     std::chrono::nanoseconds unchanged_for{0};
     /** True when the record stayed unchanged for `ttl × max_clock_rate_skew`

@@ -21,17 +21,21 @@
 // ended term arrive during the next one (issue 9).
 
 #include <baton/backend/memory.hpp>
+#include <baton/election.hpp>
 #include <baton/lease.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -45,15 +49,16 @@ using namespace std::chrono_literals;
 using baton::sim::virtual_clock;
 using sim_backend = baton::sim::faulty_backend<baton::memory_backend>;
 using sim_lease = baton::basic_lease<sim_backend, baton::sim::manual_clock, baton::standard_retry>;
+using sim_election = baton::basic_election<sim_backend, baton::sim::manual_clock, baton::standard_retry>;
 using vtime = virtual_clock::time_point;
 using timer_t = boost::asio::basic_waitable_timer<virtual_clock, boost::asio::wait_traits<virtual_clock>,
                                                    boost::asio::any_io_executor>;
 
 struct sim_config {
-    std::chrono::milliseconds ttl = 20s;
+    std::chrono::milliseconds ttl = 20s; // the longest; participants draw theirs from ttl/2 .. ttl
     std::chrono::milliseconds poll = 1s;
-    double skew = 2.0;          // declared max_clock_rate_skew
-    double lease_skew = 2.0;    // what the leases use (below 1 only to prove the checker bites)
+    double skew = 2.0;          // the real bound on any two clocks' rate ratio
+    double lease_skew = 2.0;    // what the leases declare (at least `skew`, up to 1.5x it; below 1 only to prove the checker bites)
     bool freezes = true;
     std::chrono::nanoseconds fault_phase = 150s;
     std::chrono::nanoseconds total = 240s;
@@ -61,7 +66,16 @@ struct sim_config {
 
 struct outcome {
     std::vector<std::string> violations;
-    std::uint64_t acquisitions = 0, takeovers = 0, releases = 0, losses = 0, freezes = 0;
+    std::uint64_t acquisitions = 0, takeovers = 0, releases = 0, losses = 0, freezes = 0, try_once = 0, cancelled = 0,
+                  restarts = 0, late_acquires = 0, leader_reads = 0, expired_leaders = 0, abandoned_claims = 0,
+                  duplicates = 0, stale_reads = 0, throttled_applied = 0;
+    void add(outcome const& o) {
+        acquisitions += o.acquisitions, takeovers += o.takeovers, releases += o.releases, losses += o.losses;
+        freezes += o.freezes, try_once += o.try_once, cancelled += o.cancelled, restarts += o.restarts;
+        late_acquires += o.late_acquires, leader_reads += o.leader_reads, expired_leaders += o.expired_leaders;
+        abandoned_claims += o.abandoned_claims, duplicates += o.duplicates, stale_reads += o.stale_reads;
+        throttled_applied += o.throttled_applied;
+    }
 };
 
 class lease_sim {
@@ -79,10 +93,20 @@ public:
         fp.server_error = maybe(0.05);
         fp.unavailable = maybe(0.05);
         fp.throttle = maybe(0.05);
+        fp.throttle_applied = maybe(0.03);
+        fp.duplicate = maybe(0.05);
         fp.delay = maybe(0.1);
-        if (sched_.uniform() < 0.25) { // a slow network: answers of an ended term arrive in the next one
+        // Stale reads: no baton backend gives them (S3 is strongly consistent, DynamoDB reads are
+        // consistent), but safety must not depend on it. Seeds with them check safety only.
+        if (sched_.uniform() < 0.2) fp.stale_read = sched_.uniform() * 0.2;
+        stale_ = fp.stale_read > 0;
+        double const network = sched_.uniform();
+        if (network < 0.2) { // a slow network: answers of an ended term arrive in the next one
             fp.request_timeout = 30s;
             fp.max_extra_delay = 25s;
+            fp.delay = std::max(fp.delay, 0.05);
+        } else if (network < 0.3) { // writes landing a minute after their sender gave up on them
+            fp.max_extra_delay = 60s;
             fp.delay = std::max(fp.delay, 0.05);
         }
         profile_ = fp;
@@ -96,16 +120,16 @@ public:
             p->clock = baton::sim::manual_clock(rate, std::chrono::seconds(static_cast<int>(rng() % 1000)));
             min_rate_ = std::min(min_rate_, rate);
             p->backend.emplace(store_, sched_.get_executor(), rng(), fp);
-            baton::lease_options o;
-            o.key = "jobs/nightly";
-            o.owner = "p" + std::to_string(i);
-            o.ttl = cfg_.ttl;
-            o.poll_interval = cfg_.poll;
-            o.max_clock_rate_skew = cfg_.lease_skew;
-            o.random_seed = rng();
-            p->lease.emplace(baton::detail::unchecked, p->ex, *p->backend, o, baton::standard_retry{}, baton::anonymous{},
-                             p->clock);
+            // Each participant its own ttl and declared skew (never below the real bound, unless broken on purpose).
+            p->ttl = std::chrono::milliseconds(cfg_.ttl.count() / 2 + static_cast<std::int64_t>(rng() % (cfg_.ttl.count() / 2 + 1)));
+            p->skew = cfg_.lease_skew >= cfg_.skew ? cfg_.lease_skew * (1.0 + 0.5 * sched_.uniform()) : cfg_.lease_skew;
+            max_window_ = std::max(max_window_, std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                                    static_cast<double>(std::chrono::nanoseconds(cfg_.ttl).count()) * p->skew)));
+            p->is_election = sched_.uniform() < 0.4;
             p->timer.emplace(p->ex);
+            p->cancel_timer.emplace(p->ex);
+            p->observe_timer.emplace(p->ex);
+            make_object(*p);
             participants_.push_back(std::move(p));
         }
         freeze_timer_.emplace(sched_.get_executor());
@@ -113,7 +137,10 @@ public:
     }
 
     outcome run() {
-        for (auto& p : participants_) start_cycle(*p, 0ms);
+        for (auto& p : participants_) {
+            start_cycle(*p, 0ms);
+            if (p->is_election && sched_.uniform() < 0.5) observe(*p, p->epoch);
+        }
         if (cfg_.freezes) schedule_freeze();
         sched_.run_until(vtime(cfg_.fault_phase));
         // Faults stop: no new ones, everyone thaws.
@@ -128,23 +155,63 @@ public:
         if (!first_holder_after_settle_)
             violate(vtime(cfg_.total), "(c) nobody held the lease after faults stopped");
         // Let everything wind down so no handler outlives the participants.
-        for (auto& p : participants_) p->lease.reset();
+        for (auto& p : participants_) {
+            ++p->epoch;
+            p->election.reset();
+            p->lease.reset();
+        }
         sched_.run_for(10s);
+        for (auto& p : participants_) {
+            out_.duplicates += p->backend->counts().duplicated;
+            out_.stale_reads += p->backend->counts().stale_reads;
+            out_.throttled_applied += p->backend->counts().throttled_applied;
+        }
         return out_;
     }
 
 private:
     struct participant {
         int index = 0;
+        int generation = 0; // restarts under a new owner name
+        std::uint64_t epoch = 0; // bumped when the object is replaced: older handlers stand down
         baton::sim::pausable_executor ex{boost::asio::io_context().get_executor()};
         baton::sim::manual_clock clock;
+        std::chrono::milliseconds ttl{};
+        double skew = 2.0;
+        bool is_election = false;
         std::optional<sim_backend> backend;
         std::optional<sim_lease> lease;
-        std::optional<timer_t> timer;
-        bool holding = false;
+        std::optional<sim_election> election;
+        std::optional<timer_t> timer, cancel_timer, observe_timer;
+        boost::asio::cancellation_signal cancel;
+        std::uint64_t acquisition = 0;
+        bool holding = false;   // the application's hold phase (until it releases, restarts or is told of a loss)
         bool waiting = false;
         bool app_holds = false; // from a successful acquire until its loss or release is delivered
+        std::uint64_t token = 0; // the token the application holds (or last held)
+        int waiters = 0;         // async_wait_lost calls of the current term not completed yet
+        std::optional<baton::error_code> term_end; // what the first waiter of the term was told
+        std::chrono::nanoseconds deadline{0};      // the renew deadline last seen while held (own time)
+        std::uint64_t last_leader_token = 0;
+
+        sim_lease& l() { return is_election ? election->lease() : *lease; }
     };
+
+    void make_object(participant& p) {
+        baton::lease_options o;
+        o.key = "jobs/nightly";
+        o.owner = "p" + std::to_string(p.index) + (p.generation ? "r" + std::to_string(p.generation) : "");
+        o.ttl = p.ttl;
+        o.poll_interval = cfg_.poll;
+        o.max_clock_rate_skew = p.skew;
+        o.random_seed = sched_.rng()();
+        if (p.is_election)
+            p.election.emplace(baton::detail::unchecked, p.ex, *p.backend, o, baton::standard_retry{}, baton::anonymous{},
+                               p.clock);
+        else
+            p.lease.emplace(baton::detail::unchecked, p.ex, *p.backend, o, baton::standard_retry{}, baton::anonymous{},
+                            p.clock);
+    }
 
     // Limits used by (c) and (d), in real (virtual) time.
     std::chrono::nanoseconds max_latency() const { return profile_.max_latency; }
@@ -160,9 +227,7 @@ private:
     }
 
     std::chrono::nanoseconds bound_c() const {
-        auto const window = std::chrono::nanoseconds(static_cast<std::int64_t>(
-            static_cast<double>(std::chrono::nanoseconds(cfg_.ttl).count()) * cfg_.skew));
-        return own_to_real(window + cfg_.poll + max_rest + max_backoff) + 8 * max_latency() + 10ms;
+        return own_to_real(max_window_ + cfg_.poll + max_rest + max_backoff) + 8 * max_latency() + 10ms;
     }
 
     std::chrono::nanoseconds bound_d() const { return own_to_real(cfg_.poll) + 4 * max_latency() + 10ms; }
@@ -181,34 +246,99 @@ private:
     }
 
     template <class F>
-    void after_own(participant& p, std::chrono::nanoseconds d, F&& f) {
-        p.timer->expires_at(p.clock.timer_expiry(d));
-        p.timer->async_wait(std::forward<F>(f));
+    void after_own(participant& p, timer_t& timer, std::chrono::nanoseconds d, F&& f) {
+        timer.expires_at(p.clock.timer_expiry(d));
+        timer.async_wait(std::forward<F>(f));
     }
 
     std::chrono::nanoseconds random_between(std::chrono::nanoseconds lo, std::chrono::nanoseconds hi) {
         return lo + std::chrono::nanoseconds(static_cast<std::int64_t>(sched_.uniform() * static_cast<double>((hi - lo).count())));
     }
 
+    // The record as stored now, decoded; empty when absent.
+    std::optional<baton::detail::lease_body> stored() const {
+        auto r = store_.peek("jobs/nightly");
+        if (!r) return std::nullopt;
+        baton::detail::lease_body b;
+        baton::diagnostics d;
+        if (baton::detail::decode_lease_body(r->body, b, d)) return std::nullopt;
+        return b;
+    }
+
+    std::uint64_t fault_total(participant const& p) const {
+        auto const& c = p.backend->counts();
+        return c.dropped_requests + c.dropped_responses + c.conflicts + c.preconditions + c.server_errors + c.unavailable +
+               c.throttled + c.delayed + c.timeouts + c.throttled_applied + c.duplicated + c.stale_reads;
+    }
+
     void start_cycle(participant& p, std::chrono::nanoseconds rest) {
         if (stopping_) return;
-        after_own(p, rest, [this, &p](baton::error_code ec) {
-            if (ec || stopping_) return;
-            baton::acquire_options o;
-            if (faults_on_ && sched_.uniform() < 0.3) o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(random_between(5s, 60s));
-            p.waiting = true;
-            trace(p, "acquiring");
-            p.lease->async_acquire(o, [this, &p](baton::error_code ec, baton::lease_grant g) {
-                p.waiting = false;
-                if (stopping_) return;
-                if (ec) {
-                    trace(p, "acquire failed: " + ec.message());
-                    return start_cycle(p, random_between(0s, max_rest));
-                }
-                trace(p, "acquired token " + std::to_string(g.fencing_token) + (g.took_over ? " (takeover)" : ""));
-                on_acquired(p, g);
-            });
+        auto const epoch = p.epoch;
+        after_own(p, *p.timer, rest, [this, &p, epoch](baton::error_code ec) {
+            if (ec || stopping_ || epoch != p.epoch) return;
+            acquire(p);
         });
+    }
+
+    void acquire(participant& p) {
+        auto const epoch = p.epoch;
+        auto const id = ++p.acquisition;
+        baton::acquire_options o;
+        double const mode = sched_.uniform();
+        bool cancel = false;
+        if (mode < 0.2) {
+            o.wait = false; // try once
+            ++out_.try_once;
+        } else if (mode < 0.35 && faults_on_) {
+            cancel = true;
+        } else if (faults_on_ && sched_.uniform() < 0.3) {
+            o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(random_between(5s, 60s));
+        }
+        p.waiting = true;
+        trace(p, std::string("acquiring") + (o.wait ? "" : " (try once)") + (cancel ? " (to be cancelled)" : ""));
+        auto handler = [this, &p, epoch, id](baton::error_code ec, baton::lease_grant g) {
+            if (epoch != p.epoch) return;
+            p.waiting = false;
+            p.cancel_timer->cancel();
+            if (stopping_) return;
+            if (ec) {
+                trace(p, "acquire failed: " + ec.message());
+                check_not_abandoned(p, id);
+                return start_cycle(p, random_between(0s, max_rest));
+            }
+            trace(p, "acquired token " + std::to_string(g.fencing_token) + (g.took_over ? " (takeover)" : ""));
+            on_acquired(p, g);
+        };
+        if (cancel) {
+            auto const faults_then = std::make_shared<std::uint64_t>(0);
+            after_own(p, *p.cancel_timer, random_between(0s, 10s), [this, &p, epoch, id, faults_then](baton::error_code ec) {
+                if (ec || epoch != p.epoch || id != p.acquisition || !p.waiting) return;
+                trace(p, "cancelling");
+                ++out_.cancelled;
+                cancel_faults_[&p] = {id, fault_total(p)};
+                p.cancel.emit(boost::asio::cancellation_type::terminal);
+            });
+            p.l().async_acquire(o, boost::asio::bind_cancellation_slot(p.cancel.slot(), std::move(handler)));
+        } else if (p.is_election && o.wait && !o.timeout) {
+            p.election->async_campaign(std::move(handler));
+        } else {
+            p.l().async_acquire(o, std::move(handler));
+        }
+    }
+
+    // A cancelled acquisition whose claim landed must not leave it unseen: when nothing went
+    // wrong in the network after the cancellation, the read back finds it.
+    void check_not_abandoned(participant& p, std::uint64_t id) {
+        auto it = cancel_faults_.find(&p);
+        if (it == cancel_faults_.end() || it->second.first != id) return;
+        auto const faults_then = it->second.second;
+        cancel_faults_.erase(it);
+        auto b = stored();
+        if (!b || b->released || b->owner != p.l().owner() || b->token <= last_token_) return;
+        ++out_.abandoned_claims;
+        if (fault_total(p) == faults_then && !stale_)
+            violate(virtual_clock::now(), "(g) p" + std::to_string(p.index) + " abandoned its landed claim (token " +
+                                              std::to_string(b->token) + ") when cancelled");
     }
 
     void on_acquired(participant& p, baton::lease_grant const& g) {
@@ -220,6 +350,9 @@ private:
         if (g.fencing_token <= last_token_)
             violate(t, "(b) token " + std::to_string(g.fencing_token) + " after " + std::to_string(last_token_) + " (p" +
                            std::to_string(p.index) + ")");
+        if (p.waiters > 0)
+            violate(t, "(e) p" + std::to_string(p.index) + " began token " + std::to_string(g.fencing_token) +
+                           " while a waiter of its previous term (token " + std::to_string(p.token) + ") was not told");
         tokens_.insert(g.fencing_token);
         last_token_ = std::max(last_token_, g.fencing_token);
         if (release_pending_check_) {
@@ -230,38 +363,157 @@ private:
         }
         p.holding = true;
         p.app_holds = true;
+        p.token = g.fencing_token;
+        p.term_end.reset();
+        auto const epoch = p.epoch;
+        // One to three waiters: every one of them is told, the same thing, before the next term.
+        int const n = 1 + static_cast<int>(sched_.rng()() % 3);
+        p.waiters = n;
+        for (int i = 0; i < n; ++i) {
+            p.l().async_wait_lost([this, &p, epoch, token = g.fencing_token](baton::error_code ec) {
+                if (epoch != p.epoch) return;
+                --p.waiters;
+                if (p.term_end) {
+                    if (*p.term_end != ec)
+                        violate(virtual_clock::now(), "(e) p" + std::to_string(p.index) + "'s waiters of token " +
+                                                          std::to_string(token) + " were told " + p.term_end->message() +
+                                                          " and " + ec.message());
+                    return;
+                }
+                p.term_end = ec;
+                p.app_holds = false;
+                if (ec == baton::errc::lease_lost) {
+                    trace(p, "lost");
+                    ++out_.losses;
+                    check_loss(p, token);
+                    if (!p.holding) return; // the application already moved on (a release or an acquire)
+                    p.holding = false;
+                    p.timer->cancel();
+                    start_cycle(p, random_between(0s, max_rest));
+                }
+            });
+        }
         // Hold for a while, unless lost first.
         auto hold = faults_on_ ? random_between(1s, 40s) : random_between(1s, 5s);
-        p.lease->async_wait_lost([this, &p](baton::error_code ec) {
-            p.app_holds = false;
-            if (ec == baton::errc::lease_lost) {
-                trace(p, "lost");
-                ++out_.losses;
-                p.holding = false;
-                p.timer->cancel();
-                start_cycle(p, random_between(0s, max_rest));
-            }
-        });
-        after_own(p, hold, [this, &p](baton::error_code ec) {
-            if (ec || stopping_ || !p.holding) return;
+        after_own(p, *p.timer, hold, [this, &p, epoch](baton::error_code ec) {
+            if (ec || stopping_ || !p.holding || epoch != p.epoch) return;
             p.holding = false;
-            p.lease->async_release([this, &p](baton::error_code ec) {
-                p.app_holds = false;
-                if (stopping_) return;
-                trace(p, "release: " + ec.message());
-                if (!ec) {
-                    ++out_.releases;
-                    vtime const t = virtual_clock::now();
-                    bool const someone_waiting = std::any_of(participants_.begin(), participants_.end(), [&](auto const& q) {
-                        return q.get() != &p && q->waiting && !q->ex.frozen();
-                    });
-                    // Unless someone already took it while our release response travelled back.
-                    if (in_tail(t) && someone_waiting && valid_holders() == 0 && !release_pending_check_)
-                        release_pending_check_ = t;
-                }
-                start_cycle(p, random_between(0s, max_rest));
-            });
+            double const u = sched_.uniform();
+            if (faults_on_ && u < 0.08) return restart(p); // a crash, and a new process under a new name
+            if (!p.l().is_held() && u < 0.5) {
+                // Past the deadline (a pause), before the lease's own timer ran: the application acquires again.
+                ++out_.late_acquires;
+                trace(p, "acquiring again past the deadline");
+                return acquire(p);
+            }
+            release(p);
         });
+    }
+
+    void release(participant& p) {
+        auto const epoch = p.epoch;
+        auto const token = p.token;
+        auto const owner = p.l().owner();
+        auto done = [this, &p, epoch, token, owner](baton::error_code ec) {
+            if (epoch != p.epoch) return;
+            p.app_holds = false;
+            if (stopping_) return;
+            trace(p, "release: " + ec.message());
+            check_release(p, ec, token, owner);
+            if (!ec) {
+                ++out_.releases;
+                vtime const t = virtual_clock::now();
+                bool const someone_waiting = std::any_of(participants_.begin(), participants_.end(), [&](auto const& q) {
+                    return q.get() != &p && q->waiting && !q->ex.frozen();
+                });
+                // Unless someone already took it while our release response travelled back.
+                if (in_tail(t) && someone_waiting && valid_holders() == 0 && !release_pending_check_)
+                    release_pending_check_ = t;
+            }
+            start_cycle(p, random_between(0s, max_rest));
+        };
+        if (p.is_election)
+            p.election->async_resign(std::move(done));
+        else
+            p.lease->async_release(std::move(done));
+    }
+
+    // What a release reports matches the store: released means our marker (or a later holder
+    // that came in through it); lease_lost means the record is not ours.
+    void check_release(participant& p, baton::error_code ec, std::uint64_t token, std::string const& owner) {
+        if (stale_ || (ec && ec != baton::errc::lease_lost)) return;
+        auto b = stored();
+        auto const who = "p" + std::to_string(p.index) + " (token " + std::to_string(token) + ")";
+        bool const ours = b && b->owner == owner && b->token == token;
+        if (!ec && !(b && ((ours && b->released) || b->token > token)))
+            violate(virtual_clock::now(), "(g) " + who + " told released, but the record is " + describe(b));
+        if (ec == baton::errc::lease_lost && ours)
+            violate(virtual_clock::now(), "(g) " + who + " told lease_lost, but the record is still its own: " + describe(b));
+    }
+
+    // A loss before the deadline comes from the store: the record must not be ours any more.
+    void check_loss(participant& p, std::uint64_t token) {
+        if (stale_ || p.clock.now().time_since_epoch() >= p.deadline) return;
+        auto b = stored();
+        if (b && !b->released && b->owner == p.l().owner() && b->token == token)
+            violate(virtual_clock::now(), "(g) p" + std::to_string(p.index) + " told lease_lost before its deadline while the record is its own: " +
+                                              describe(b) + " (" + std::to_string(std::chrono::duration<double>(p.deadline - p.clock.now().time_since_epoch()).count()) + "s before)");
+    }
+
+    static std::string describe(std::optional<baton::detail::lease_body> const& b) {
+        if (!b) return "absent";
+        return b->owner + " token " + std::to_string(b->token) + (b->released ? " released" : "");
+    }
+
+    // A crash: the object is destroyed without releasing, and the process comes back under a new name.
+    void restart(participant& p) {
+        ++out_.restarts;
+        trace(p, "crashed");
+        ++p.epoch;
+        p.app_holds = false;
+        p.waiting = false;
+        p.waiters = 0;
+        p.election.reset();
+        p.lease.reset();
+        ++p.generation;
+        make_object(p);
+        start_cycle(p, random_between(1s, 10s));
+        if (p.is_election && sched_.uniform() < 0.5) observe(p, p.epoch);
+    }
+
+    // An election candidate watching the leader: async_leader every poll, wait_for_change now and then.
+    void observe(participant& p, std::uint64_t epoch) {
+        if (stopping_ || epoch != p.epoch) return;
+        auto on_leader = [this, &p, epoch](baton::error_code ec, std::optional<baton::lease_info> l) {
+            if (epoch != p.epoch || stopping_) return;
+            ++out_.leader_reads;
+            if (!ec && l) check_leader(p, *l);
+            after_own(p, *p.observe_timer, cfg_.poll, [this, &p, epoch](baton::error_code e) {
+                if (!e) observe(p, epoch);
+            });
+        };
+        if (sched_.uniform() < 0.2) {
+            p.election->async_leader([this, &p, epoch, on_leader](baton::error_code ec, std::optional<baton::lease_info> l) mutable {
+                if (epoch != p.epoch || stopping_) return;
+                if (ec) return on_leader(ec, std::move(l));
+                p.election->async_wait_for_change(std::move(l), std::move(on_leader));
+            });
+        } else {
+            p.election->async_leader(std::move(on_leader));
+        }
+    }
+
+    // (f) an observer's leaders never go back in token order, and one reported expired is not
+    // held by any running application.
+    void check_leader(participant& p, baton::lease_info const& l) {
+        vtime const t = virtual_clock::now();
+        if (!stale_ && l.fencing_token < p.last_leader_token)
+            violate(t, "(f) p" + std::to_string(p.index) + " saw leader token " + std::to_string(l.fencing_token) +
+                           " after " + std::to_string(p.last_leader_token));
+        p.last_leader_token = std::max(p.last_leader_token, l.fencing_token);
+        if (!l.expired) return;
+        ++out_.expired_leaders;
+        expired_reports_.emplace_back(p.index, l.fencing_token); // checked at the end of this instant, like (e)
     }
 
     void schedule_freeze() {
@@ -289,14 +541,14 @@ private:
     }
 
     // Participants whose own clock calls their lease valid now.
-    int valid_holders(std::string* who = nullptr) const {
+    int valid_holders(std::string* who = nullptr) {
         int valid = 0;
         for (auto& p : participants_) {
-            if (!p->lease) continue;
-            auto until = p->lease->valid_until();
+            if (!p->lease && !p->election) continue;
+            auto until = p->l().valid_until();
             if (until && p->clock.now() < *until) {
                 ++valid;
-                if (who) *who += " p" + std::to_string(p->index) + "(token " + std::to_string(p->lease->fencing_token()) + ")";
+                if (who) *who += " p" + std::to_string(p->index) + "(token " + std::to_string(p->l().fencing_token()) + ")";
             }
         }
         return valid;
@@ -304,18 +556,33 @@ private:
 
     void check(vtime t) {
         if (stopping_) return;
+        // The renew deadline each holder last had, for telling a loss by deadline from one the store reported.
+        for (auto& p : participants_) {
+            if (!p->lease && !p->election) continue;
+            if (auto until = p->l().valid_until()) {
+                auto const rd = p->l().options().effective_renew_deadline();
+                p->deadline = until->time_since_epoch() - std::chrono::nanoseconds(p->ttl) + std::chrono::nanoseconds(rd);
+            }
+        }
         // (e) at most one running participant whose application was told it holds and not yet told otherwise.
         std::string apps;
         int holding_apps = 0;
         for (auto& p : participants_)
             if (p->app_holds && !p->ex.frozen()) {
                 ++holding_apps;
-                apps += " p" + std::to_string(p->index) + "(token " + std::to_string(p->lease->fencing_token()) + ")";
+                apps += " p" + std::to_string(p->index) + "(token " + std::to_string(p->token) + ")";
             }
         if (holding_apps > 1 && !two_apps_reported_) {
             two_apps_reported_ = true;
             violate(t, "(e) two applications hold:" + apps);
         }
+        // (f) a leader reported expired in this instant is not held by any running application.
+        for (auto const& [reporter, token] : expired_reports_)
+            for (auto& q : participants_)
+                if (q->app_holds && !q->ex.frozen() && q->token == token)
+                    violate(t, "(f) p" + std::to_string(reporter) + " reported leader token " + std::to_string(token) +
+                                   " expired while p" + std::to_string(q->index) + "'s application holds it");
+        expired_reports_.clear();
         // (a) at most one participant whose own clock calls its lease valid.
         std::string who;
         int const valid = valid_holders(&who);
@@ -346,9 +613,11 @@ private:
     baton::sim::scheduler sched_;
     baton::memory_backend store_;
     baton::sim::fault_profile profile_;
+    bool stale_ = false;
     std::vector<std::unique_ptr<participant>> participants_;
     std::optional<timer_t> freeze_timer_;
     double min_rate_ = 1.0;
+    std::chrono::nanoseconds max_window_{0};
     bool trace_ = std::getenv("BATON_SIM_TRACE") != nullptr;
     bool faults_on_ = true, stopping_ = false, two_holders_reported_ = false, two_apps_reported_ = false,
          c_reported_ = false;
@@ -357,6 +626,8 @@ private:
     std::optional<vtime> release_pending_check_;
     std::set<std::uint64_t> tokens_;
     std::uint64_t last_token_ = 0;
+    std::vector<std::pair<int, std::uint64_t>> expired_reports_; // (reporter, token), this instant
+    std::map<participant const*, std::pair<std::uint64_t, std::uint64_t>> cancel_faults_; // acquisition, faults then
     outcome out_;
 };
 
@@ -378,11 +649,7 @@ TEST_CASE("lease safety and liveness hold over many seeds") {
     for (std::uint64_t s = first; s < first + seeds; ++s) {
         lease_sim sim(s, sim_config{});
         auto o = sim.run();
-        total.acquisitions += o.acquisitions;
-        total.takeovers += o.takeovers;
-        total.releases += o.releases;
-        total.losses += o.losses;
-        total.freezes += o.freezes;
+        total.add(o);
         if (!o.violations.empty()) {
             ++failed;
             std::string msg = "seed " + std::to_string(s) + " (replay: BATON_SIM_SEED=" + std::to_string(s) + "):";
@@ -392,7 +659,12 @@ TEST_CASE("lease safety and liveness hold over many seeds") {
         }
     }
     MESSAGE(seeds << " seeds: " << total.acquisitions << " acquisitions, " << total.takeovers << " takeovers, "
-                  << total.releases << " releases, " << total.losses << " losses, " << total.freezes << " freezes");
+                  << total.releases << " releases, " << total.losses << " losses, " << total.freezes << " freezes, "
+                  << total.try_once << " try-once, " << total.cancelled << " cancelled, " << total.late_acquires
+                  << " acquires past the deadline, " << total.restarts << " restarts, " << total.leader_reads
+                  << " leader reads (" << total.expired_leaders << " expired), " << total.duplicates << " duplicated, "
+                  << total.stale_reads << " stale reads, " << total.throttled_applied << " throttled but applied, "
+                  << total.abandoned_claims << " claims left by cancellation");
     CHECK(failed == 0);
     CHECK(total.takeovers > 0);
     CHECK(total.losses > 0);
