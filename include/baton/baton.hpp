@@ -22,6 +22,7 @@
 #include <baton/retry.hpp>
 #include <baton/run_while_held.hpp>
 #include <baton/signer.hpp>
+#include <baton/settlement.hpp>
 #include <baton/store.hpp>
 
 namespace baton {

@@ -46,3 +46,59 @@ TEST_CASE("diagnostics render one line") {
 }
 
 }
+
+// The store layer's settlement rule: which answers leave a write in doubt, nonces, the ledger.
+#include <baton/settlement.hpp>
+
+#include <random>
+#include <set>
+
+TEST_SUITE("settlement") {
+
+TEST_CASE("ambiguous answers are those after which the write may have landed") {
+    using baton::errc;
+    for (auto e : {errc::timeout, errc::unknown_outcome, errc::service_unavailable, errc::conflict, errc::throttled})
+        CHECK(baton::outcome_unknown(baton::error_code(e)));
+    for (auto e : {errc::precondition_failed, errc::not_found, errc::auth_failed, errc::invalid_argument,
+                   errc::invalid_response, errc::held_by_other})
+        CHECK_FALSE(baton::outcome_unknown(baton::error_code(e)));
+    CHECK_FALSE(baton::outcome_unknown(baton::error_code{}));
+    CHECK(baton::outcome_unknown(baton::error_code(boost::asio::error::connection_reset)));
+}
+
+TEST_CASE("nonces are 32 hex digits and do not repeat") {
+    std::mt19937_64 rng(7);
+    std::set<std::string> seen;
+    for (int i = 0; i < 1000; ++i) {
+        auto n = baton::make_nonce(rng);
+        REQUIRE(n.size() == 32);
+        CHECK(n.find_first_not_of("0123456789abcdef") == std::string::npos);
+        seen.insert(std::move(n));
+    }
+    CHECK(seen.size() == 1000);
+}
+
+TEST_CASE("the ledger finds the attempt that landed by its nonce, and forgets on clear") {
+    struct attempt {
+        std::string nonce;
+        int sent = 0;
+        bool release = false;
+    };
+    baton::settlement_ledger<attempt> ledger;
+    CHECK(ledger.empty());
+    CHECK_FALSE(ledger.landed("a").has_value());
+    ledger.in_doubt({"a", 1, false});
+    ledger.in_doubt({"b", 2, true});
+    CHECK(ledger.size() == 2);
+    auto b = ledger.landed("b");
+    REQUIRE(b.has_value());
+    CHECK(b->sent == 2);
+    CHECK_FALSE(ledger.landed("c").has_value());
+    CHECK(ledger.any([](attempt const& x) { return x.release; }));
+    CHECK_FALSE(ledger.any([](attempt const& x) { return x.sent > 2; }));
+    ledger.clear();
+    CHECK(ledger.empty());
+    CHECK_FALSE(ledger.landed("a").has_value());
+}
+
+}

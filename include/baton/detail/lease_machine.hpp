@@ -16,13 +16,15 @@
 //   ttl x max_clock_rate_skew on its own clock, counted from the response of
 //   its first read of that version;
 // - every change of holder writes token + 1; renewals keep the token;
-// - a write whose outcome is unknown is settled by reading back its nonce.
+// - a write whose outcome is unknown is settled by reading back its nonce
+//   (the store layer's settlement.hpp: which answers are ambiguous, the ledger).
 
 #include <baton/detail/config.hpp>
 #include <baton/detail/lease_record.hpp>
 #include <baton/error.hpp>
 #include <baton/lease_options.hpp>
 #include <baton/retry.hpp>
+#include <baton/settlement.hpp>
 #include <baton/store.hpp>
 
 #include <algorithm>
@@ -75,15 +77,6 @@ struct lease_action {
     }
     static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
 };
-
-// Which outcomes leave a write's fate unknown, so that it must be read back. A throttled write
-// is normally refused, but a proxy or an S3-compatible store may answer SlowDown after applying
-// it: reading back costs one request, believing it refused could cost the lease.
-inline bool outcome_unknown(error_code const& ec) {
-    return ec == errc::timeout || ec == errc::unknown_outcome || ec == errc::service_unavailable ||
-           ec == errc::conflict || ec == errc::throttled ||
-           (ec.category() != baton::error_category() && is_retryable(ec));
-}
 
 // Hooks into the driver's RetryPolicy, kept non-template so the machine compiles once.
 struct retry_hooks {
@@ -213,7 +206,7 @@ public:
             // may still be ours, and a release can then still mark it for the next holder.
             if (state_ == lease_state::lost && has_version_) {
                 if (!ec) held_.version = r.version;
-                else if (outcome_unknown(ec)) own_doubts_.push_back(inflight_);
+                else if (outcome_unknown(ec)) own_doubts_.in_doubt(inflight_);
             }
             return lease_action::none();
         }
@@ -229,7 +222,7 @@ public:
             return lease_action::read();
         }
         if (outcome_unknown(ec)) {
-            own_doubts_.push_back(inflight_);
+            own_doubts_.in_doubt(inflight_);
             return backoff_renew(ec, read_next);
         }
         return backoff_renew(ec, write_next);
@@ -294,7 +287,7 @@ public:
             next_after_wait_ = read_next;
             return lease_action::read();
         }
-        if (outcome_unknown(ec)) own_doubts_.push_back(inflight_);
+        if (outcome_unknown(ec)) own_doubts_.in_doubt(inflight_);
         return backoff_release(ec, outcome_unknown(ec) ? read_next : write_next);
     }
 
@@ -324,7 +317,7 @@ public:
         // A contender's record while we are still valid: only our released marker can have let it
         // in (a takeover needs ttl x skew of unchanged version). A release in doubt landed.
         if (b.token > held_.token && now < valid_until() &&
-            std::any_of(own_doubts_.begin(), own_doubts_.end(), [](attempt_record const& a) { return a.release; }))
+            own_doubts_.any([](attempt_record const& a) { return a.release; }))
             return released_by_contender();
         return release_failed(errc::lease_lost);
     }
@@ -386,23 +379,12 @@ private:
         return s;
     }
 
-    // 128 random bits as 32 hex digits, written in place.
-    std::string new_nonce() {
-        static constexpr char digits[] = "0123456789abcdef";
-        std::string s(32, '0');
-        for (int half = 0; half < 2; ++half) {
-            std::uint64_t v = rng_();
-            for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(half * 16 + i)] = digits[v & 15];
-        }
-        return s;
-    }
-
     std::string body(std::uint64_t token, std::string const& nonce, bool released) const {
         return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl_);
     }
 
     lease_action claim(own_time now, std::uint64_t token, precondition pc) {
-        inflight_ = attempt_record{new_nonce(), token, now, acquisition_, false,
+        inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false,
                                    pc.which() == precondition::kind::absent};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
         return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
@@ -508,7 +490,7 @@ private:
 
     // Rewrites our own record (same token, fresh nonce) under its current version.
     lease_action rewrite_own(own_time now, bool released) {
-        inflight_ = attempt_record{new_nonce(), held_.token, now, 0, released};
+        inflight_ = attempt_record{make_nonce(rng_), held_.token, now, 0, released};
         return lease_action::write(body(held_.token, inflight_.nonce, released), precondition::matches(held_.version));
     }
     lease_action renew_write(own_time now) { return rewrite_own(now, false); }
@@ -544,11 +526,7 @@ private:
     }
 
     // The attempt of this term in doubt that wrote `nonce`, if any.
-    std::optional<attempt_record> own_doubt(std::string const& nonce) const {
-        for (auto const& a : own_doubts_)
-            if (a.nonce == nonce) return a;
-        return std::nullopt;
-    }
+    std::optional<attempt_record> own_doubt(std::string const& nonce) const { return own_doubts_.landed(nonce); }
 
     lease_action release_write(own_time now) { return rewrite_own(now, true); }
 
@@ -619,7 +597,7 @@ private:
     attempt_record inflight_;
     bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
     std::optional<attempt_record> pending_;  // an acquisition's claim whose outcome is unknown
-    std::vector<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
+    settlement_ledger<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
 
     // What this participant last knew of the record.
     bool known_ = false, absent_ = false, released_ = false;
