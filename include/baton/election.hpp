@@ -9,6 +9,7 @@
     for it to change.
 */
 
+#include <baton/detail/pending_op.hpp>
 #include <baton/lease.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -121,7 +122,7 @@ public:
                             }
                         }
                         // post: the handler runs on its associated executor (a strand-bound one on its strand).
-                        boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::move(info)));
+                        detail::post_completion(ex, std::move(h), ec, std::move(info));
                     }));
             },
             token, &lease_, watch_);
@@ -149,16 +150,13 @@ public:
     lease_type& lease() noexcept { return lease_; }
 
 private:
-    using watch_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
     using timer = boost::asio::basic_waitable_timer<typename Clock::timer_clock,
                                                     boost::asio::wait_traits<typename Clock::timer_clock>, executor_type>;
 
     struct watch_state {
         explicit watch_state(executor_type ex) : t(std::move(ex)) {}
         timer t;
-        std::optional<watch_handler> h;
-        boost::asio::cancellation_slot slot;
-        unsigned gen = 0;
+        detail::pending_op<void(error_code, std::optional<lease_info>)> op;
         bool closed = false;
         // The leader's record as this candidate's reads have seen it: which version, since when.
         std::string seen_version;
@@ -177,13 +175,9 @@ private:
         }
 
         void finish(error_code ec, std::optional<lease_info> info) {
-            if (!h) return;
-            ++gen;
+            if (!op.busy()) return;
             t.cancel();
-            if (slot.is_connected()) slot.clear();
-            watch_handler out(std::move(*h));
-            h.reset();
-            boost::asio::post(t.get_executor(), boost::asio::append(std::move(out), ec, std::move(info)));
+            op.complete(t.get_executor(), ec, std::move(info));
         }
         void close() {
             closed = true;
@@ -201,34 +195,23 @@ private:
     template <class Handler>
     void start_watch(Handler&& handler, std::optional<lease_info> known) {
         auto w = watch_;
-        if (w->h) {
-            boost::asio::post(w->t.get_executor(), boost::asio::append(std::move(handler), error_code(errc::operation_in_progress),
-                                                                       std::optional<lease_info>{}));
-            return;
-        }
-        // Wrap first: wrapping installs the wrapper's own hook in the slot, so ours must come after.
-        w->h.emplace(std::move(handler));
-        auto slot = boost::asio::get_associated_cancellation_slot(*w->h);
-        if (slot.is_connected()) {
-            std::weak_ptr<watch_state> weak = w;
-            slot.assign([weak](boost::asio::cancellation_type) {
-                if (auto s = weak.lock())
-                    boost::asio::post(s->t.get_executor(), [s] { s->finish(boost::asio::error::operation_aborted, std::nullopt); });
-            });
-        }
-        w->slot = slot;
-        poll(std::move(known), ++w->gen);
+        if (w->op.busy())
+            return detail::post_completion(w->t.get_executor(), std::move(handler), error_code(errc::operation_in_progress),
+                                           std::optional<lease_info>{});
+        auto const gen = w->op.start(std::move(handler), w->t.get_executor(), std::weak_ptr<watch_state>(w),
+                                     [](watch_state& s) { s.finish(boost::asio::error::operation_aborted, std::nullopt); });
+        poll(std::move(known), gen);
     }
 
-    void poll(std::optional<lease_info> known, unsigned gen) {
+    void poll(std::optional<lease_info> known, std::uint64_t gen) {
         auto w = watch_;
         async_leader([this, w, known = std::move(known), gen](error_code ec, std::optional<lease_info> now) mutable {
-            if (w->closed || gen != w->gen) return;
+            if (w->closed || !w->op.current(gen)) return;
             if (ec && !is_retryable(ec)) return w->finish(ec, std::nullopt);
             if (!ec && !same_leader(known, now)) return w->finish({}, std::move(now));
             w->t.expires_at(lease_.clock().timer_expiry(lease_.options().poll_interval));
             w->t.async_wait([this, w, known = std::move(known), gen](error_code e) mutable {
-                if (e || w->closed || gen != w->gen) return;
+                if (e || w->closed || !w->op.current(gen)) return;
                 poll(std::move(known), gen);
             });
         });

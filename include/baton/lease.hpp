@@ -15,6 +15,7 @@
 #include <baton/clock.hpp>
 #include <baton/detail/config.hpp>
 #include <baton/detail/lease_machine.hpp>
+#include <baton/detail/pending_op.hpp>
 #include <baton/error.hpp>
 #include <baton/lease_options.hpp>
 #include <baton/retry.hpp>
@@ -147,7 +148,8 @@ public:
 
         @par Handler signature
         `void(error_code, lease_grant)`. Errors: `errc::held_by_other`
-        (try-once), `errc::timeout`, `operation_aborted`, `errc::operation_in_progress`,
+        (try-once), `errc::timeout`, `errc::invalid_argument` (a negative
+        timeout), `operation_aborted`, `errc::operation_in_progress`,
         `errc::foreign_record` (the key holds something else), and store errors
         that are not transient.
 
@@ -232,12 +234,12 @@ public:
     }
 
     /// True while held and before the renew deadline, by this participant's own clock; false once a release began.
-    bool is_held() const noexcept { return !impl_->release_busy && impl_->m.is_held(impl_->now()); }
+    bool is_held() const noexcept { return !impl_->release_op.busy() && impl_->m.is_held(impl_->now()); }
     /// The fencing token of the current (or last) term; 0 before the first acquisition.
     std::uint64_t fencing_token() const noexcept { return impl_->m.token(); }
     /// Time left before the renew deadline; zero when not held. The budget of protected work.
     std::chrono::nanoseconds remaining() const noexcept {
-        return impl_->release_busy ? std::chrono::nanoseconds(0) : impl_->m.remaining(impl_->now());
+        return impl_->release_op.busy() ? std::chrono::nanoseconds(0) : impl_->m.remaining(impl_->now());
     }
     /// When the lease stops being valid by this participant's clock, while held.
     std::optional<time_point> valid_until() const noexcept {
@@ -266,8 +268,6 @@ private:
     struct impl : std::enable_shared_from_this<impl> {
         using timer_clock = typename Clock::timer_clock;
         using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
-        using grant_handler = boost::asio::any_completion_handler<void(error_code, lease_grant)>;
-        using plain_handler = boost::asio::any_completion_handler<void(error_code)>;
         using inspect_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
 
         impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c)
@@ -292,23 +292,20 @@ private:
         std::uint64_t term = 0;
 
         // acquire lane
-        grant_handler acquire_h;
-        boost::asio::cancellation_slot acquire_slot;
-        bool acquire_busy = false, acquire_io = false;
+        detail::pending_op<void(error_code, lease_grant)> acquire_op;
+        bool acquire_io = false;
         error_code acquire_stop;
-        unsigned acquire_gen = 0;
         // renew lane
         bool renew_io = false;
         unsigned renew_gen = 0, deadline_gen = 0;
         // release lane
-        plain_handler release_h;
-        bool release_busy = false, release_after_renew = false;
+        detail::pending_op<void(error_code)> release_op;
+        bool release_after_renew = false;
         unsigned release_gen = 0;
         // lost-lease waiters
         struct waiter {
             std::uint64_t id;
-            plain_handler h;
-            boost::asio::cancellation_slot slot;
+            detail::pending_op<void(error_code)> op;
         };
         std::list<waiter> waiters; // a list: erasing never move-assigns handlers
         std::uint64_t next_waiter = 1;
@@ -339,25 +336,10 @@ private:
 
         template <class Handler, class... Args>
         void post_completion(Handler&& h, Args&&... args) {
-            // Never inline: handlers run later, on their associated executor.
-            boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
+            detail::post_completion(ex, std::forward<Handler>(h), std::forward<Args>(args)...);
         }
 
-        template <class Handler>
-        boost::asio::cancellation_slot install_cancel(Handler& h, void (impl::*on_cancel)(std::uint64_t),
-                                                      std::uint64_t id = 0) {
-            auto slot = boost::asio::get_associated_cancellation_slot(h);
-            if (slot.is_connected()) {
-                std::weak_ptr<impl> w = this->shared_from_this();
-                executor_type e = ex;
-                slot.assign([w, e, on_cancel, id](boost::asio::cancellation_type) {
-                    boost::asio::post(e, [w, on_cancel, id] {
-                        if (auto s = w.lock()) ((*s).*on_cancel)(id);
-                    });
-                });
-            }
-            return slot;
-        }
+        std::weak_ptr<impl> weak_self() { return this->shared_from_this(); }
 
         lease_grant grant() const {
             lease_grant g;
@@ -372,8 +354,10 @@ private:
         template <class Handler>
         void start_acquire(Handler&& h, acquire_options o) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted), lease_grant{});
-            if (acquire_busy || release_busy)
+            if (acquire_op.busy() || release_op.busy())
                 return post_completion(std::move(h), error_code(errc::operation_in_progress), lease_grant{});
+            if (o.timeout && o.timeout->count() < 0)
+                return post_completion(std::move(h), error_code(errc::invalid_argument), lease_grant{});
             auto const t = now(); // one reading for both decisions
             deliver_overdue_loss(t);
             if (m.is_held(t)) return post_completion(std::move(h), error_code{}, grant());
@@ -383,33 +367,25 @@ private:
             renew_io = false;
             stop_renewal();
             notify_waiters(errc::lease_lost);
-            acquire_busy = true;
             acquire_stop = {};
             if (m.options().wall_clock_tokens) m.set_creation_floor(detail::wall_clock_token_floor());
-            { // Boost 1.81's any_completion_handler move-assignment recurses: swap instead.
-                grant_handler tmp(std::move(h));
-                acquire_h.swap(tmp);
-            }
-            // After wrapping: any_completion_handler puts its own cancellation state in the
-            // handler's slot, replacing anything installed there before; ours goes on its slot.
-            acquire_slot = install_cancel(acquire_h, &impl::on_acquire_cancel);
-            unsigned const gen = ++acquire_gen;
+            auto const gen = acquire_op.start(std::move(h), ex, weak_self(), [](impl& self) {
+                self.interrupt_acquire(boost::asio::error::operation_aborted);
+            });
             if (o.timeout) {
                 // Saturated: a timeout of milliseconds::max() must mean "very long", never overflow.
                 constexpr std::chrono::milliseconds longest = std::chrono::hours(24 * 365 * 10);
                 timeout_timer.expires_at(clock.timer_expiry(std::min(*o.timeout, longest)));
                 timeout_timer.async_wait(bound([self = this->shared_from_this(), gen](error_code ec) {
-                    if (self->closed || ec || gen != self->acquire_gen) return;
+                    if (self->closed || ec || !self->acquire_op.current(gen)) return;
                     self->interrupt_acquire(errc::timeout);
                 }));
             }
             step_acquire(m.acquire_start(now(), o.wait));
         }
 
-        void on_acquire_cancel(std::uint64_t) { interrupt_acquire(boost::asio::error::operation_aborted); }
-
         void interrupt_acquire(error_code reason) {
-            if (!acquire_busy || acquire_stop) return;
+            if (!acquire_op.busy() || acquire_stop) return;
             acquire_stop = reason;
             if (acquire_io) return; // the request in flight decides: see the handlers below
             if (settle_before_stopping()) return;
@@ -429,7 +405,7 @@ private:
         void step_acquire(detail::lease_action a) {
             using t = detail::lease_action::type;
             auto self = this->shared_from_this();
-            unsigned const gen = acquire_gen;
+            auto const gen = acquire_op.generation();
             switch (a.what) {
             case t::read:
                 acquire_io = true;
@@ -465,7 +441,7 @@ private:
             case t::wait:
                 acquire_timer.expires_at(clock.timer_expiry(a.delay));
                 acquire_timer.async_wait(bound([self, gen](error_code ec) {
-                    if (self->closed || ec || gen != self->acquire_gen || self->acquire_stop) return;
+                    if (self->closed || ec || !self->acquire_op.current(gen) || self->acquire_stop) return;
                     self->step_acquire(self->m.acquire_on_wait(self->now()));
                 }));
                 return;
@@ -477,20 +453,16 @@ private:
         }
 
         void finish_acquire(error_code ec) {
-            if (!acquire_busy) return;
-            acquire_busy = false;
+            if (!acquire_op.busy()) return;
             acquire_stop = {};
-            ++acquire_gen;
             acquire_timer.cancel();
             timeout_timer.cancel();
-            if (acquire_slot.is_connected()) acquire_slot.clear();
-            acquire_slot = {};
             lease_grant g;
             if (!ec) {
                 g = grant();
                 start_renewal();
             }
-            post_completion(std::move(acquire_h), ec, g);
+            acquire_op.complete(ex, ec, g);
         }
 
         // ---- renew ---------------------------------------------------------
@@ -606,14 +578,13 @@ private:
         template <class Handler>
         void start_release(Handler&& h) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
-            if (release_busy || acquire_busy) return post_completion(std::move(h), error_code(errc::operation_in_progress));
+            if (release_op.busy() || acquire_op.busy())
+                return post_completion(std::move(h), error_code(errc::operation_in_progress));
             deliver_overdue_loss(now()); // a loss comes first: waiters learn lease_lost, not released
             if (!m.can_release()) return post_completion(std::move(h), error_code(errc::not_held));
-            release_busy = true;
-            {
-                plain_handler tmp(std::move(h));
-                release_h.swap(tmp);
-            }
+            // Not cancellable: the marker is written or settled (a release that stopped half-way would
+            // leave the record's fate unknown to everyone).
+            release_op.start(std::move(h), ex, weak_self(), [](impl&) {});
             stop_renewal();
             notify_waiters(errc::released);
             if (renew_io) {
@@ -662,10 +633,9 @@ private:
         }
 
         void finish_release(error_code ec) {
-            if (!release_busy) return;
-            release_busy = false;
+            if (!release_op.busy()) return;
             notify_waiters(errc::released); // none should be left (start_wait_lost refuses them): a backstop
-            post_completion(std::move(release_h), ec);
+            release_op.complete(ex, ec);
         }
 
         // ---- waiters and inspection ----------------------------------------
@@ -673,7 +643,7 @@ private:
         void start_wait_lost(Handler&& h) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
             // Released while the renewal in flight finishes: the term is over for the application.
-            if (release_busy) return post_completion(std::move(h), error_code(errc::released));
+            if (release_op.busy()) return post_completion(std::move(h), error_code(errc::released));
             if (!m.is_held(now())) {
                 auto const s = m.state();
                 error_code ec = (s == lease_state::held || s == lease_state::lost) ? error_code(errc::lease_lost)
@@ -681,27 +651,24 @@ private:
                 return post_completion(std::move(h), ec);
             }
             std::uint64_t const id = next_waiter++;
-            auto& w = waiters.emplace_back(waiter{id, plain_handler(std::move(h)), {}});
-            w.slot = install_cancel(w.h, &impl::on_waiter_cancel, id); // after wrapping: see start_acquire
+            auto& w = waiters.emplace_back();
+            w.id = id;
+            w.op.start(std::move(h), ex, weak_self(), [id](impl& self) { self.on_waiter_cancel(id); });
         }
 
         void on_waiter_cancel(std::uint64_t id) {
             for (auto it = waiters.begin(); it != waiters.end(); ++it) {
                 if (it->id != id) continue;
-                auto w = std::move(*it);
+                it->op.complete(ex, error_code(boost::asio::error::operation_aborted));
                 waiters.erase(it);
-                if (w.slot.is_connected()) w.slot.clear();
-                return post_completion(std::move(w.h), error_code(boost::asio::error::operation_aborted));
+                return;
             }
         }
 
         void notify_waiters(error_code ec) {
             auto ws = std::move(waiters);
             waiters.clear();
-            for (auto& w : ws) {
-                if (w.slot.is_connected()) w.slot.clear();
-                post_completion(std::move(w.h), ec);
-            }
+            for (auto& w : ws) w.op.complete(ex, ec);
         }
 
         template <class Handler>
@@ -735,15 +702,8 @@ private:
             deadline_timer.cancel();
             release_timer.cancel();
             auto const aborted = error_code(boost::asio::error::operation_aborted);
-            if (acquire_busy) {
-                acquire_busy = false;
-                if (acquire_slot.is_connected()) acquire_slot.clear();
-                post_completion(std::move(acquire_h), aborted, lease_grant{});
-            }
-            if (release_busy) {
-                release_busy = false;
-                post_completion(std::move(release_h), aborted);
-            }
+            acquire_op.complete(ex, aborted, lease_grant{});
+            release_op.complete(ex, aborted);
             notify_waiters(aborted);
         }
     };

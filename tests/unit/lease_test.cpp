@@ -1478,6 +1478,21 @@ TEST_CASE("an acquisition cancelled while its claim travels, answered with an un
     CHECK(store.counts().puts == 1);
 }
 
+TEST_CASE("a negative acquire timeout is refused with invalid_argument, and nothing is sent") {
+    sim::scheduler sched(108);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 109));
+    baton::acquire_options o;
+    o.timeout = std::chrono::milliseconds(-1);
+    acquired r;
+    a.async_acquire(o, on_acquired(r));
+    sched.run_for(1s);
+    REQUIRE(r.ec.has_value());
+    CHECK(*r.ec == errc::invalid_argument);
+    CHECK(store.counts().puts + store.counts().gets == 0);
+    CHECK(acquire_now(sched, a).fencing_token == 1); // the object is unaffected
+}
+
 TEST_CASE("try-once completes on store errors even when an earlier acquisition left a claim in doubt") {
     scripted_network world(75, 2s);
     auto& [sched, store, net] = world;
