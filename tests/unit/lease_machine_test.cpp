@@ -1,0 +1,261 @@
+// The lease protocol's state machine, driven directly: no I/O, no timers,
+// no executor. Each case feeds events with chosen own-clock times and checks
+// the action the machine asks for (read, conditional write, wait, done).
+#include <baton/detail/lease_machine.hpp>
+#include <baton/detail/lease_record.hpp>
+#include <baton/retry.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace {
+
+using namespace std::chrono_literals;
+using baton::errc;
+using baton::error_code;
+using baton::lease_state;
+using baton::detail::lease_action;
+using baton::detail::lease_machine;
+using act = lease_action::type;
+
+struct fixture {
+    baton::standard_retry retry;
+    lease_machine m;
+
+    explicit fixture(std::string owner = "a", double skew = 2.0) : m(opts(std::move(owner), skew), 7, hooks(retry)) {}
+
+    static baton::lease_options opts(std::string owner, double skew) {
+        baton::lease_options o;
+        o.key = "k";
+        o.owner = std::move(owner);
+        o.ttl = 30s; // renew interval 10 s, deadline 20 s
+        o.max_clock_rate_skew = skew;
+        return o;
+    }
+    static baton::detail::retry_hooks hooks(baton::standard_retry& r) {
+        baton::detail::retry_hooks h;
+        h.ctx = &r;
+        h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
+            return static_cast<baton::standard_retry*>(c)->on_failure(ec, n, u);
+        };
+        h.on_success = [](void* c, unsigned n) { static_cast<baton::standard_retry*>(c)->on_success(n); };
+        return h;
+    }
+};
+
+baton::detail::lease_body body_of(lease_action const& a) {
+    baton::detail::lease_body b;
+    baton::diagnostics d;
+    REQUIRE_FALSE(baton::detail::decode_lease_body(a.body, b, d));
+    return b;
+}
+
+baton::put_result written(std::string version) {
+    baton::put_result r;
+    r.version = std::move(version);
+    return r;
+}
+
+baton::record stored(lease_action const& write, std::string version) { return baton::record{"k", write.body, std::move(version)}; }
+
+baton::record foreign(std::uint64_t token, std::string version, bool released = false) {
+    return baton::record{"k", baton::detail::encode_lease_body("b#1", "", "nonce-b", token, released, 30s), std::move(version)};
+}
+
+// Acquires a free lease at `t`: one create, answered with version "v1".
+lease_action acquire_free(lease_machine& m, std::chrono::nanoseconds t) {
+    auto claim = m.acquire_start(t, true);
+    REQUIRE(claim.what == act::write);
+    CHECK(claim.pc.which() == baton::precondition::kind::absent);
+    auto done = m.acquire_on_write(t + 5ms, {}, written("v1"));
+    REQUIRE(done.what == act::done);
+    REQUIRE_FALSE(done.ec);
+    return claim;
+}
+
+} // namespace
+
+TEST_SUITE("lease machine") {
+
+TEST_CASE("a free lease is one conditional create; the deadline counts from when it was sent") {
+    fixture f;
+    auto claim = acquire_free(f.m, 100s);
+    CHECK(body_of(claim).token == 1);
+    CHECK(f.m.state() == lease_state::held);
+    CHECK(f.m.token() == 1);
+    CHECK(f.m.created_record());
+    CHECK(f.m.deadline() == std::chrono::nanoseconds(120s));
+    CHECK(f.m.valid_until() == std::chrono::nanoseconds(130s));
+    CHECK(f.m.is_held(119s));
+    CHECK_FALSE(f.m.is_held(120s));
+}
+
+TEST_CASE("renewals: scheduled within 80-100% of the interval, one write conditional on our version") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    auto wait = f.m.renew_schedule(5ms);
+    REQUIRE(wait.what == act::wait);
+    CHECK(wait.delay >= 8s - 5ms);
+    CHECK(wait.delay <= 10s);
+    auto write = f.m.renew_on_wait(9s);
+    REQUIRE(write.what == act::write);
+    CHECK(write.pc.which() == baton::precondition::kind::matches);
+    CHECK(write.pc.version() == "v1");
+    CHECK(body_of(write).token == 1);
+    auto next = f.m.renew_on_write(9s + 5ms, {}, written("v2"));
+    CHECK(next.what == act::wait);
+    CHECK(f.m.deadline() == std::chrono::nanoseconds(29s)); // from the renewal's send time
+}
+
+TEST_CASE("a renewal in doubt that landed is adopted from the read back, with its send time") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    (void)f.m.renew_schedule(0s);
+    auto write = f.m.renew_on_wait(9s);
+    auto after = f.m.renew_on_write(11s, error_code(errc::timeout), {});
+    REQUIRE(after.what == act::wait); // backoff, then read
+    auto read = f.m.renew_on_wait(11s + after.delay);
+    REQUIRE(read.what == act::read);
+    auto next = f.m.renew_on_read(12s, {}, stored(write, "v2"), {});
+    CHECK(next.what == act::wait);
+    CHECK(f.m.state() == lease_state::held);
+    CHECK(f.m.deadline() == std::chrono::nanoseconds(29s));
+}
+
+TEST_CASE("a refused renewal reads first: unchanged means send again after a pause, another holder means lost") {
+    SUBCASE("spurious refusal") {
+        fixture f;
+        auto claim = acquire_free(f.m, 0s);
+        (void)f.m.renew_schedule(0s);
+        (void)f.m.renew_on_wait(9s);
+        auto read = f.m.renew_on_write(9s + 5ms, error_code(errc::precondition_failed), {});
+        REQUIRE(read.what == act::read);
+        auto pause = f.m.renew_on_read(9s + 10ms, {}, stored(claim, "v1"), {});
+        REQUIRE(pause.what == act::wait);
+        CHECK(pause.delay > 0ns);
+        CHECK(f.m.renew_on_wait(9s + 10ms + pause.delay).what == act::write);
+        CHECK(f.m.state() == lease_state::held);
+    }
+    SUBCASE("the current record comes with the refusal (DynamoDB): no read needed") {
+        fixture f;
+        acquire_free(f.m, 0s);
+        (void)f.m.renew_schedule(0s);
+        (void)f.m.renew_on_wait(9s);
+        baton::put_result refused;
+        refused.current = foreign(2, "v9");
+        auto lost = f.m.renew_on_write(9s + 5ms, error_code(errc::precondition_failed), refused);
+        REQUIRE(lost.what == act::done);
+        CHECK(lost.ec == errc::lease_lost);
+        CHECK(f.m.state() == lease_state::lost);
+    }
+}
+
+TEST_CASE("a contender waits ttl x skew of its own time from its first read, then claims token + 1") {
+    fixture f("c");
+    auto read = f.m.acquire_start(0s, true);
+    // Nothing known yet: a create first; the store refuses it with the holder's record.
+    REQUIRE(read.what == act::write);
+    baton::put_result refused;
+    refused.current = foreign(4, "v4");
+    auto wait = f.m.acquire_on_write(10ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(wait.what == act::wait);
+    CHECK(wait.delay <= 1s);
+    auto t = std::chrono::nanoseconds(10ms);
+    lease_action a = wait;
+    int reads = 0;
+    while (a.what == act::wait) {
+        t += a.delay;
+        REQUIRE(f.m.acquire_on_wait(t).what == act::read);
+        ++reads;
+        a = f.m.acquire_on_read(t, {}, foreign(4, "v4"), {});
+    }
+    REQUIRE(a.what == act::write);
+    CHECK(t >= std::chrono::nanoseconds(10ms + 60s)); // 30 s x 2
+    CHECK(reads >= 60);
+    CHECK(body_of(a).token == 5);
+    CHECK(a.pc.version() == "v4");
+}
+
+TEST_CASE("a released record is claimed at once, keeping the token sequence") {
+    fixture f("c");
+    (void)f.m.acquire_start(0s, true);
+    baton::put_result refused;
+    refused.current = foreign(7, "v7", true);
+    auto claim = f.m.acquire_on_write(10ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(claim.what == act::write);
+    CHECK(body_of(claim).token == 8);
+    CHECK(claim.pc.version() == "v7");
+}
+
+TEST_CASE("a claim that lands too late to act on is refreshed under the same token before it counts") {
+    fixture f;
+    auto claim = f.m.acquire_start(0s, true);
+    auto wait = f.m.acquire_on_write(2s, error_code(errc::timeout), {});
+    REQUIRE(wait.what == act::wait);
+    CHECK(f.m.claim_of_this_acquisition_in_doubt());
+    CHECK(f.m.acquire_on_wait(25s).what == act::read);
+    auto refresh = f.m.acquire_on_read(25s, {}, stored(claim, "v1"), {}); // it landed; 25 s >= the 20 s deadline
+    REQUIRE(refresh.what == act::write);
+    CHECK(f.m.refreshing_late_claim());
+    CHECK(body_of(refresh).token == body_of(claim).token);
+    CHECK(refresh.pc.version() == "v1");
+    auto done = f.m.acquire_on_write(25s + 5ms, {}, written("v2"));
+    REQUIRE(done.what == act::done);
+    CHECK(f.m.deadline() == std::chrono::nanoseconds(45s));
+}
+
+TEST_CASE("release writes a marker with the same token; a refusal with our landed renewal re-releases") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    (void)f.m.renew_schedule(0s);
+    auto renewal = f.m.renew_on_wait(9s);
+    (void)f.m.renew_on_write(11s, error_code(errc::timeout), {}); // in doubt
+    REQUIRE(f.m.can_release());
+    auto marker = f.m.release_start(12s);
+    REQUIRE(marker.what == act::write);
+    CHECK(body_of(marker).released);
+    CHECK(body_of(marker).token == 1);
+    CHECK(marker.pc.version() == "v1");
+    baton::put_result refused;
+    refused.current = stored(renewal, "v2"); // the renewal had landed
+    auto again = f.m.release_on_write(12s + 5ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(again.what == act::write);
+    CHECK(body_of(again).released);
+    CHECK(again.pc.version() == "v2");
+    auto done = f.m.release_on_write(12s + 10ms, {}, written("v3"));
+    REQUIRE(done.what == act::done);
+    CHECK_FALSE(done.ec);
+    CHECK(f.m.state() == lease_state::released);
+}
+
+TEST_CASE("a new acquisition forgets the last term's writes in doubt: a landed one never passes for a grant") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    (void)f.m.renew_schedule(0s);
+    auto renewal = f.m.renew_on_wait(9s);
+    (void)f.m.renew_on_write(11s, error_code(errc::timeout), {});
+    f.m.on_deadline(21s);
+    REQUIRE(f.m.state() == lease_state::lost);
+    REQUIRE(f.m.acquire_start(22s, true).what == act::read);
+    // The read finds the landed renewal: our own record of an earlier term. A new term takes
+    // token + 1 under its version; the renewal is not mistaken for this acquisition's claim.
+    auto claim = f.m.acquire_on_read(22s + 5ms, {}, stored(renewal, "v2"), {});
+    REQUIRE(claim.what == act::write);
+    CHECK(body_of(claim).token == 2);
+    CHECK(claim.pc.version() == "v2");
+    CHECK(f.m.state() == lease_state::acquiring);
+}
+
+TEST_CASE("the takeover window saturates instead of overflowing") {
+    CHECK(lease_machine::takeover_window(30s, 2.0) == std::chrono::nanoseconds(60s));
+    auto const inf = lease_machine::takeover_window(24h, std::numeric_limits<double>::infinity());
+    CHECK(inf > std::chrono::nanoseconds(24h) * 1000);
+    CHECK(lease_machine::takeover_window(24h, std::nan("")) == inf);
+    CHECK(lease_machine::takeover_window(24h, 1e300) == inf);
+}
+
+}
