@@ -83,6 +83,9 @@ char const* const usage_run =
     "  --no-wait          try once; exit 75 at once if someone else holds it\n"
     "  --owner NAME       holder name written in the record (default: host:pid)\n"
     "  --grace DURATION   time between SIGTERM and SIGKILL on loss (default 5s)\n"
+    "  --wall-clock-tokens  a record this run creates starts its tokens at the\n"
+    "                     wall-clock microsecond, so tokens keep growing even if\n"
+    "                     the record is deleted (a lifecycle rule, a TTL)\n"
     "%s"
     "\n"
     "exit status: COMMAND's; 75 when the lease could not be had; 64 on bad usage or\n"
@@ -217,6 +220,7 @@ struct options {
     std::optional<std::chrono::milliseconds> wait;
     bool no_wait = false;
     std::chrono::milliseconds grace = 5s;
+    bool wall_clock_tokens = false;
     std::string endpoint;
     std::string region;
     std::optional<bool> path_style; // s3: --path-style / --virtual-hosted
@@ -265,6 +269,7 @@ options parse_args(int argc, char** argv) {
         else if (a == "--wait" && o.command == "run") o.wait = duration("--wait");
         else if (a == "--no-wait" && o.command == "run") o.no_wait = true;
         else if (a == "--grace" && o.command == "run") o.grace = duration("--grace");
+        else if (a == "--wall-clock-tokens" && o.command == "run") o.wall_clock_tokens = true;
         else if (a == "--" && o.command == "run") {
             for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
         } else die(exit_usage, "unknown option '" + std::string(a) + "' for 'baton " + o.command + "' (try --help)");
@@ -410,6 +415,9 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
         if (stopping) return release_and_exit();
         std::string const token = std::to_string(g.fencing_token);
         std::fprintf(stderr, "baton: acquired lease '%s' (fencing token %s)\n", o.key.c_str(), token.c_str());
+        if (g.created_record && g.fencing_token == 1)
+            std::fprintf(stderr, "baton: created the lease record; if it existed before and was deleted, tokens "
+                                 "restarted at 1 (see --wall-clock-tokens)\n");
         ioc.notify_fork(asio::io_context::fork_prepare);
         pid_t const supervisor = getpid();
         child = fork();
@@ -522,6 +530,7 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
     lo.key = o.key;
     lo.owner = o.owner.empty() ? default_owner() : o.owner;
     lo.ttl = o.ttl;
+    lo.wall_clock_tokens = o.wall_clock_tokens;
     lo.poll_interval = std::min<std::chrono::milliseconds>(1000ms, std::max<std::chrono::milliseconds>(o.ttl / 10, 10ms));
     try {
         Lease lease(ioc.get_executor(), std::move(backend), lo);
