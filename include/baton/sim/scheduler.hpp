@@ -83,17 +83,15 @@ public:
 
 private:
     void drain() {
-        if (ioc_.stopped()) ioc_.restart();
-        // Twice idle in a row: handlers and timers due now have all run.
-        int idle = 0;
-        while (idle < 2) {
-            if (ioc_.poll() == 0)
-                ++idle;
-            else
-                idle = 0;
+        // poll() returns 0 only after the reactor found no expired timer and no handler is
+        // queued (or the context ran out of work and stopped): everything due now has run.
+        // One idle poll is enough, and each poll costs a select() call.
+        for (;;) {
+            if (ioc_.stopped()) ioc_.restart();
+            if (ioc_.poll() == 0 && !ioc_.stopped()) return;
             if (ioc_.stopped()) {
                 ioc_.restart();
-                if (ioc_.poll() == 0) break;
+                if (ioc_.poll() == 0) return;
             }
         }
     }
