@@ -63,7 +63,7 @@ struct retry_params {
     std::chrono::milliseconds transient_base{50};
     /// Backoff base after the service throttled the client.
     std::chrono::milliseconds throttling_base{1000};
-    /// Upper bound of any single backoff, applied before jitter.
+    /// Upper bound of any single backoff, applied before jitter. At most 1 hour.
     std::chrono::milliseconds max_backoff{20000};
     /// Size of the retry budget shared by every copy of the policy.
     unsigned quota = 500;
@@ -81,6 +81,8 @@ struct retry_params {
             throw config_error("retry_params: backoff bases must not be negative");
         if (max_backoff < transient_base || max_backoff < throttling_base)
             throw config_error("retry_params: max_backoff must be at least each backoff base");
+        // Bounds the doubling and every deadline computed from a backoff (nanoseconds, 64 bits).
+        if (max_backoff > std::chrono::hours(1)) throw config_error("retry_params: max_backoff must be at most 1 hour");
     }
 };
 

@@ -418,6 +418,23 @@ TEST_CASE("options are validated") {
     o = {};
     o.attempt_timeout = 0ms;
     CHECK_THROWS_AS(bh::client(ioc.get_executor(), o), baton::config_error);
+    // Timeouts whose deadlines (now + timeout, in nanoseconds) would overflow.
+    o = {};
+    o.attempt_timeout = std::chrono::milliseconds::max();
+    CHECK_THROWS_WITH_AS(bh::client(ioc.get_executor(), o), doctest::Contains("attempt_timeout must be positive and at most 24 hours"),
+                         baton::config_error);
+    o = {};
+    o.connect_timeout = std::chrono::hours(25);
+    CHECK_THROWS_WITH_AS(bh::client(ioc.get_executor(), o), doctest::Contains("connect_timeout"), baton::config_error);
+    o = {};
+    o.idle_timeout = std::chrono::milliseconds::max();
+    CHECK_THROWS_WITH_AS(bh::client(ioc.get_executor(), o), doctest::Contains("idle_timeout must be from 0 to 24 hours"),
+                         baton::config_error);
+    o = {};
+    o.attempt_timeout = bh::client_options::max_timeout;
+    o.connect_timeout = bh::client_options::max_timeout;
+    o.idle_timeout = bh::client_options::max_timeout;
+    CHECK_NOTHROW(bh::client(ioc.get_executor(), o));
     o = {};
     o.ca_file = "/nonexistent/baton/ca.pem";
     CHECK_THROWS_WITH_AS(bh::client(ioc.get_executor(), o), doctest::Contains("client_options::ca_file"),

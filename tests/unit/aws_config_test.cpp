@@ -443,6 +443,27 @@ TEST_CASE("static credentials: delivered, never inline, cached; bad ones refused
     aws::provider_options bad;
     bad.advisory_refresh = 1min;
     CHECK_THROWS_AS(aws::static_credentials(ioc.get_executor(), c, bad), baton::config_error);
+    // Windows and timeouts so large that expiration arithmetic would overflow.
+    struct row { void (*edit)(aws::provider_options&); char const* rule; };
+    row const rows[] = {
+        {[](aws::provider_options& o) { o.advisory_refresh = std::chrono::seconds::max(); }, "advisory_refresh must be at most 7 days"},
+        {[](aws::provider_options& o) { o.min_refresh_interval = std::chrono::seconds::max(); }, "min_refresh_interval must be from 0 to 1 day"},
+        {[](aws::provider_options& o) { o.metadata_timeout = std::chrono::milliseconds::max(); }, "metadata_timeout must be positive and at most 1 hour"},
+        {[](aws::provider_options& o) { o.container_timeout = std::chrono::hours(2); }, "container_timeout must be positive and at most 1 hour"},
+        {[](aws::provider_options& o) { o.sts_http.attempt_timeout = std::chrono::hours(25); }, "attempt_timeout must be positive and at most 24 hours"},
+    };
+    for (auto const& r : rows) {
+        aws::provider_options o;
+        r.edit(o);
+        CAPTURE(r.rule);
+        CHECK_THROWS_WITH_AS(o.validate(), doctest::Contains(r.rule), baton::config_error);
+    }
+    aws::provider_options edge;
+    edge.advisory_refresh = std::chrono::hours(24 * 7);
+    edge.min_refresh_interval = std::chrono::hours(24);
+    edge.metadata_timeout = std::chrono::hours(1);
+    edge.container_timeout = std::chrono::hours(1);
+    CHECK_NOTHROW(edge.validate());
 }
 
 TEST_CASE("environment credentials: keys, session token, partial keys, bad expiration") {

@@ -323,6 +323,23 @@ TEST_CASE("retry_params::validate names the broken rule") {
     p.max_backoff = 999ms; // below the throttling base
     CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("max_backoff must be at least each backoff base"),
                          baton::config_error);
+    // In nanoseconds this cap overflows: the backoff would come out negative.
+    p = {};
+    p.max_backoff = std::chrono::milliseconds::max();
+    CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("max_backoff must be at most 1 hour"), baton::config_error);
+    p.max_backoff = std::chrono::hours(1);
+    p.transient_base = std::chrono::hours(1);
+    CHECK_NOTHROW(p.validate());
+    baton::standard_retry r{p};
+    auto d = r.on_failure(baton::errc::timeout, 2, 1.0); // base × 2, capped
+    CHECK(d.retry);
+    CHECK(d.delay == std::chrono::hours(1));
+}
+
+TEST_CASE("a custom retry policy's delay is kept within [0, 24 h] by the lease engine") {
+    CHECK(baton::detail::lease_action::wait(std::chrono::nanoseconds::max()).delay == std::chrono::hours(24));
+    CHECK(baton::detail::lease_action::wait(std::chrono::nanoseconds::min()).delay == std::chrono::nanoseconds(0));
+    CHECK(baton::detail::lease_action::wait(5ms).delay == 5ms);
 }
 
 }

@@ -563,8 +563,10 @@ TEST_CASE("dynamodb_backend_params: rules with clear messages, AWS endpoint by d
         {[](auto& p) { p.max_body_bytes = 0; }, "max_body_bytes must be 1 to 184320"},
         {[](auto& p) { p.max_body_bytes = 400 * 1024; }, "max_body_bytes must be 1 to 184320"},
         {[](auto& p) { p.table_wait_timeout = std::chrono::milliseconds(0); }, "table_wait_timeout must be positive"},
+        {[](auto& p) { p.table_wait_timeout = std::chrono::milliseconds::max(); }, "table_wait_timeout must be positive and at most 24 hours"},
         {[](auto& p) { p.max_scan_pages = 0; }, "max_scan_pages must be at least 1"},
         {[](auto& p) { p.http.attempt_timeout = std::chrono::milliseconds(0); }, "attempt_timeout must be positive"},
+        {[](auto& p) { p.http.idle_timeout = std::chrono::milliseconds::max(); }, "idle_timeout must be from 0 to 24 hours"},
     };
     boost::asio::io_context ioc;
     for (auto const& r : rows) {

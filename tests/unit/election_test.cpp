@@ -212,7 +212,7 @@ TEST_CASE("run_while_held: losing the lease cancels the work at the renew deadli
         [&]() -> asio::awaitable<void> {
             outcome = co_await baton::run_while_held(lease, [&](baton::lease_grant) -> asio::awaitable<void> {
                 // From now on every request of this holder is lost: renewals fail.
-                store.profile().drop_request = 1.0;
+                { auto p = store.profile(); p.drop_request = 1.0; store.set_profile(p); }
                 vtimer t(co_await asio::this_coro::executor);
                 t.expires_at(baton::sim::manual_clock{}.timer_expiry(60s));
                 try {

@@ -342,6 +342,9 @@ TEST_CASE("settings are checked at construction") {
     p.max_body_bytes = 1;
     p.lock_timeout = -1ms;
     CHECK_THROWS_AS(baton::file_backend(ioc.get_executor(), p), baton::config_error);
+    p.lock_timeout = std::chrono::milliseconds::max(); // steady now + timeout would overflow
+    CHECK_THROWS_WITH_AS(baton::file_backend(ioc.get_executor(), p), doctest::Contains("lock_timeout must be from 0 to 1 hour"),
+                         baton::config_error);
     baton::file_backend_params rel;
     rel.root = "relative/dir";
     baton::file_backend store(ioc.get_executor(), rel);

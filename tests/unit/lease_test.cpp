@@ -1436,7 +1436,7 @@ TEST_CASE("a store that refuses every write although the record is unchanged fai
     auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 103));
     acquire_now(sched, a);
-    net.profile().precondition = 1.0; // writes only: reads pass
+    { auto p = net.profile(); p.precondition = 1.0; net.set_profile(p); } // writes only: reads pass
     net.set_faults_enabled(true);
     completed r;
     a.async_release(on_completed(r));
@@ -1478,6 +1478,43 @@ TEST_CASE("an acquisition cancelled while its claim travels, answered with an un
     CHECK(store.counts().puts == 1);
 }
 
+TEST_CASE("the sim kit's fault profile is validated: probabilities, their sums, latencies and timeouts") {
+    using baton::sim::fault_profile;
+    struct row { void (*edit)(fault_profile&); char const* rule; };
+    row const rows[] = {
+        {[](fault_profile& f) { f.drop_request = -0.1; }, "drop_request must be a probability from 0 to 1"},
+        {[](fault_profile& f) { f.delay = std::numeric_limits<double>::quiet_NaN(); }, "delay must be a probability"},
+        {[](fault_profile& f) { f.stale_read = 1.5; }, "stale_read must be a probability"},
+        {[](fault_profile& f) { f.conflict = 0.6; f.precondition = 0.6; }, "a write draws from"},
+        {[](fault_profile& f) { f.duplicate = 0.5; f.stale_read = 0.6; }, "a read draws from"},
+        {[](fault_profile& f) { f.min_latency = 20ms; }, "min_latency <= max_latency"},
+        {[](fault_profile& f) { f.max_latency = std::chrono::nanoseconds::max(); }, "max_latency <= 1 hour"},
+        {[](fault_profile& f) { f.max_extra_delay = -1ms; }, "max_extra_delay must be from 0 to 1 hour"},
+        {[](fault_profile& f) { f.request_timeout = 0ms; }, "request_timeout must be positive"},
+    };
+    asio::io_context ioc;
+    for (auto const& r : rows) {
+        fault_profile f;
+        r.edit(f);
+        CAPTURE(r.rule);
+        CHECK_THROWS_WITH_AS(f.validate(), doctest::Contains(r.rule), baton::config_error);
+        CHECK_THROWS_AS(baton::sim::faulty_backend(baton::memory_backend(ioc.get_executor()), ioc.get_executor(), 1, f),
+                        baton::config_error);
+    }
+    // Writes and reads draw from different sets: each may sum to 1.
+    fault_profile ok;
+    ok.conflict = 0.5;
+    ok.precondition = 0.5;
+    ok.stale_read = 1.0;
+    ok.delay = 1.0;
+    CHECK_NOTHROW(ok.validate());
+    baton::sim::faulty_backend net(baton::memory_backend(ioc.get_executor()), ioc.get_executor(), 1, ok);
+    fault_profile bad = ok;
+    bad.throttle = 0.1;
+    CHECK_THROWS_AS(net.set_profile(bad), baton::config_error);
+    CHECK(net.profile().throttle == 0.0); // the old profile stays
+}
+
 TEST_CASE("a negative acquire timeout is refused with invalid_argument, and nothing is sent") {
     sim::scheduler sched(108);
     baton::memory_backend store(sched.get_executor());
@@ -1498,7 +1535,7 @@ TEST_CASE("try-once completes on store errors even when an earlier acquisition l
     auto& [sched, store, net] = world;
     faulty_lease a(sched.get_executor(), net, options("a", 77));
     net.inject_next(sim::fault_kind::drop_request); // the claim: its outcome is unknown
-    net.profile().throttle = 1.0;                    // then every request is throttled (known not applied)
+    { auto p = net.profile(); p.throttle = 1.0; net.set_profile(p); }                    // then every request is throttled (known not applied)
     acquired first;
     baton::acquire_options o;
     o.timeout = 5s;

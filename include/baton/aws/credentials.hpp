@@ -93,11 +93,11 @@ namespace baton::aws {
     documented default, so `{}` is always fine.
 */
 struct provider_options {
-    /// Refresh in the background when fewer than this remain before expiration. Default 15 min.
+    /// Refresh in the background when fewer than this remain before expiration. Default 15 min; at most 7 days.
     std::chrono::seconds advisory_refresh{15 * 60};
     /// Make callers wait for a refresh when fewer than this remain. Default 10 min; at most `advisory_refresh`.
     std::chrono::seconds mandatory_refresh{10 * 60};
-    /** Least time between two refreshes started because of the windows (not by `invalidate()`). Default 10 s.
+    /** Least time between two refreshes started because of the windows (not by `invalidate()`). Default 10 s; at most 1 day.
 
         Bounds the load on a failing source, and on one that hands out
         credentials already inside the windows (IMDS may do so for a few
@@ -106,9 +106,9 @@ struct provider_options {
     std::chrono::seconds min_refresh_interval{10};
     /// The wall clock used for expiration windows; empty (default) is `system_clock::now`. Tests move time with it.
     std::function<std::chrono::system_clock::time_point()> now;
-    /// Timeout of each EC2 instance metadata request, connect included. Default 1 s (it is probed last).
+    /// Timeout of each EC2 instance metadata request, connect included. Default 1 s (it is probed last); at most 1 hour.
     std::chrono::milliseconds metadata_timeout{1000};
-    /// Timeout of the container credentials request, connect included. Default 2 s.
+    /// Timeout of the container credentials request, connect included. Default 2 s; at most 1 hour.
     std::chrono::milliseconds container_timeout{2000};
     /// Lifetime requested for IMDSv2 session tokens, 1 to 21600 seconds. Default 21600 (6 h).
     unsigned imds_token_ttl_seconds = 21600;
@@ -135,12 +135,15 @@ struct provider_options {
             throw config_error("provider_options::mandatory_refresh must not be negative");
         if (advisory_refresh < mandatory_refresh)
             throw config_error("provider_options::advisory_refresh must be at least mandatory_refresh");
-        if (min_refresh_interval < std::chrono::seconds::zero())
-            throw config_error("provider_options::min_refresh_interval must not be negative");
-        if (metadata_timeout <= std::chrono::milliseconds::zero())
-            throw config_error("provider_options::metadata_timeout must be positive");
-        if (container_timeout <= std::chrono::milliseconds::zero())
-            throw config_error("provider_options::container_timeout must be positive");
+        // Upper bounds keep expiration arithmetic (system_clock, nanoseconds) far from overflow.
+        if (advisory_refresh > std::chrono::hours(24 * 7))
+            throw config_error("provider_options::advisory_refresh must be at most 7 days");
+        if (min_refresh_interval < std::chrono::seconds::zero() || min_refresh_interval > std::chrono::hours(24))
+            throw config_error("provider_options::min_refresh_interval must be from 0 to 1 day");
+        if (metadata_timeout <= std::chrono::milliseconds::zero() || metadata_timeout > std::chrono::hours(1))
+            throw config_error("provider_options::metadata_timeout must be positive and at most 1 hour");
+        if (container_timeout <= std::chrono::milliseconds::zero() || container_timeout > std::chrono::hours(1))
+            throw config_error("provider_options::container_timeout must be positive and at most 1 hour");
         if (imds_token_ttl_seconds < 1 || imds_token_ttl_seconds > 21600)
             throw config_error("provider_options::imds_token_ttl_seconds must be from 1 to 21600");
         if (web_identity_duration != std::chrono::seconds::zero() &&

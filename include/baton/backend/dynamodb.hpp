@@ -139,7 +139,7 @@ struct dynamodb_backend_params {
     http::client_options http;
     /// Puts with larger bodies fail with `errc::invalid_argument`. Default 128 KiB (at most 180 KiB).
     std::size_t max_body_bytes = 128 * 1024;
-    /// How long `async_create_table` waits for the table to become ACTIVE. Default 60 s.
+    /// How long `async_create_table` waits for the table to become ACTIVE. Default 60 s; at most 24 hours.
     std::chrono::milliseconds table_wait_timeout{60000};
     /// Most Scan pages (up to 1 MB each) one `async_list` reads before giving up. Default 1000.
     std::size_t max_scan_pages = 1000;
@@ -177,7 +177,8 @@ struct dynamodb_backend_params {
         if (max_body_bytes == 0 || max_body_bytes > 180 * 1024)
             fail("max_body_bytes must be 1 to 184320 (DynamoDB items hold at most 400 KB, and JSON bodies are "
                  "stored twice)");
-        if (table_wait_timeout <= std::chrono::milliseconds::zero()) fail("table_wait_timeout must be positive");
+        if (table_wait_timeout <= std::chrono::milliseconds::zero() || table_wait_timeout > std::chrono::hours(24))
+            fail("table_wait_timeout must be positive and at most 24 hours");
         if (max_scan_pages == 0) fail("max_scan_pages must be at least 1");
         http.validate();
     }

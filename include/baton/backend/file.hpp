@@ -123,7 +123,7 @@ struct file_backend_params {
     bool create_root = true;
     /// fsync temporary files before renaming and the directory after: puts and erases survive a crash. False only for throwaway stores.
     bool durable = true;
-    /// How long a writer waits for a key's lock (held by another writer for a check and a rename) before failing with `errc::timeout`.
+    /// How long a writer waits for a key's lock (held by another writer for a check and a rename) before failing with `errc::timeout`. At most 1 hour.
     std::chrono::milliseconds lock_timeout{1000};
 };
 
@@ -630,7 +630,8 @@ private:
         if (p.root.empty()) throw config_error("file_backend_params: root must name a directory");
         if (p.max_body_bytes > detail::file_store::max_body_limit)
             throw config_error("file_backend_params: max_body_bytes must be at most 1 GiB");
-        if (p.lock_timeout.count() < 0) throw config_error("file_backend_params: lock_timeout must not be negative");
+        if (p.lock_timeout.count() < 0 || p.lock_timeout > std::chrono::hours(1))
+            throw config_error("file_backend_params: lock_timeout must be from 0 to 1 hour");
         std::error_code ec;
         auto abs = std::filesystem::absolute(p.root, ec);
         if (!ec) p.root = abs;

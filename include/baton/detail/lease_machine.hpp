@@ -72,8 +72,11 @@ struct lease_action {
     static lease_action write(std::string body, precondition pc) {
         lease_action a; a.what = type::write; a.body = std::move(body); a.pc = std::move(pc); return a;
     }
+    // A custom RetryPolicy's delay is kept within [0, 24 h], so no timer deadline computed from it overflows.
     static lease_action wait(std::chrono::nanoseconds d) {
-        lease_action a; a.what = type::wait; a.delay = std::max(d, std::chrono::nanoseconds(0)); return a;
+        lease_action a; a.what = type::wait;
+        a.delay = std::clamp(d, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
+        return a;
     }
     static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
 };

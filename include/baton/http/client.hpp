@@ -333,14 +333,18 @@ struct client_options {
     */
     std::function<void(std::string_view)> warning_sink;
 
+    /// The longest any timeout may be (connect, attempt, idle; `request_options::attempt_timeout` too).
+    static constexpr std::chrono::milliseconds max_timeout = std::chrono::hours(24);
+
     /// Checks the rules above. @throws config_error naming the field that breaks one.
     void validate() const {
-        if (connect_timeout <= std::chrono::milliseconds::zero())
-            throw config_error("client_options::connect_timeout must be positive");
-        if (attempt_timeout <= std::chrono::milliseconds::zero())
-            throw config_error("client_options::attempt_timeout must be positive");
-        if (idle_timeout < std::chrono::milliseconds::zero())
-            throw config_error("client_options::idle_timeout must not be negative");
+        // Upper bounds keep every deadline (now + timeout, in nanoseconds) far from overflow.
+        if (connect_timeout <= std::chrono::milliseconds::zero() || connect_timeout > max_timeout)
+            throw config_error("client_options::connect_timeout must be positive and at most 24 hours");
+        if (attempt_timeout <= std::chrono::milliseconds::zero() || attempt_timeout > max_timeout)
+            throw config_error("client_options::attempt_timeout must be positive and at most 24 hours");
+        if (idle_timeout < std::chrono::milliseconds::zero() || idle_timeout > max_timeout)
+            throw config_error("client_options::idle_timeout must be from 0 to 24 hours");
         if (max_connections_per_endpoint == 0)
             throw config_error("client_options::max_connections_per_endpoint must be at least 1");
         if (max_response_body_bytes == 0)
@@ -358,7 +362,7 @@ struct client_options {
     instead of `errc::timeout`.
 */
 struct request_options {
-    /// Overrides `client_options::attempt_timeout` for this call; must be positive when set.
+    /// Overrides `client_options::attempt_timeout` for this call; when set, positive and at most `client_options::max_timeout`.
     std::optional<std::chrono::milliseconds> attempt_timeout;
 };
 
@@ -560,11 +564,13 @@ struct request_op : std::enable_shared_from_this<request_op> {
         slot = asio::get_associated_cancellation_slot(h);
         handler.emplace(std::forward<Handler>(h));
         auto const now = clock::now();
+        if (attempt_timeout <= std::chrono::milliseconds::zero() || attempt_timeout > client_options::max_timeout) {
+            deadline = now;
+            return finish(errc::invalid_argument, "request_options::attempt_timeout must be positive and at most 24 hours");
+        }
         deadline = now + attempt_timeout;
         if (ep.host.empty() || ep.port == 0)
             return finish(errc::invalid_argument, "the endpoint has no host or no port (use parse_endpoint)");
-        if (attempt_timeout <= std::chrono::milliseconds::zero())
-            return finish(errc::invalid_argument, "request_options::attempt_timeout must be positive");
         if (req.find(bhttp::field::host) == req.end()) req.set(bhttp::field::host, ep.host_header());
         if (!req.has_content_length() && !req.chunked()) req.prepare_payload();
         if (slot.is_connected()) {

@@ -55,6 +55,36 @@ struct fault_profile {
 
     /// No faults, only latency.
     static fault_profile none() { return {}; }
+
+    /** Checks the rules: every probability finite and in [0, 1], the ones a request draws from
+        (in the order above, writes and reads apart) summing to at most 1; latencies from 0 to
+        1 hour with `min_latency <= max_latency`; `max_extra_delay` from 0 to 1 hour;
+        `request_timeout` positive and at most 1 hour.
+        @throws config_error naming the broken rule.
+    */
+    void validate() const {
+        auto fail = [](std::string const& why) { throw config_error("fault_profile: " + why); };
+        struct named { char const* name; double p; };
+        named const all[] = {{"drop_request", drop_request}, {"drop_response", drop_response}, {"conflict", conflict},
+                             {"precondition", precondition}, {"server_error", server_error},
+                             {"unavailable", unavailable}, {"throttle", throttle},
+                             {"throttle_applied", throttle_applied}, {"duplicate", duplicate},
+                             {"stale_read", stale_read}, {"delay", delay}};
+        for (auto const& n : all)
+            if (!(n.p >= 0.0 && n.p <= 1.0)) fail(std::string(n.name) + " must be a probability from 0 to 1");
+        double const common = drop_request + drop_response + server_error + unavailable + throttle + duplicate;
+        if (common + conflict + precondition + throttle_applied > 1.0)
+            fail("the probabilities a write draws from (all but stale_read and delay) must sum to at most 1");
+        if (common + stale_read > 1.0)
+            fail("the probabilities a read draws from (all but conflict, precondition, throttle_applied and delay) "
+                 "must sum to at most 1");
+        auto const hour = std::chrono::nanoseconds(std::chrono::hours(1));
+        auto const zero = std::chrono::nanoseconds(0);
+        if (min_latency < zero || max_latency > hour || min_latency > max_latency)
+            fail("latencies must satisfy 0 <= min_latency <= max_latency <= 1 hour");
+        if (max_extra_delay < zero || max_extra_delay > hour) fail("max_extra_delay must be from 0 to 1 hour");
+        if (request_timeout <= zero || request_timeout > hour) fail("request_timeout must be positive and at most 1 hour");
+    }
 };
 
 /// One fault, for scripting exactly what happens to the next request.
@@ -91,9 +121,9 @@ public:
     /// Completions run on the network executor unless the handler has its own.
     using executor_type = boost::asio::any_io_executor;
 
-    /// Wraps `inner`; `network` runs delays; faults are drawn from `seed`.
+    /// Wraps `inner`; `network` runs delays; faults are drawn from `seed`. @throws config_error on a bad profile.
     faulty_backend(Backend inner, executor_type network, std::uint64_t seed, fault_profile profile = {})
-        : st_(std::make_shared<state>(std::move(inner), std::move(network), seed, profile)) {}
+        : st_(std::make_shared<state>(std::move(inner), std::move(network), seed, (profile.validate(), profile))) {}
 
     /// The network executor.
     executor_type get_executor() const noexcept { return st_->net; }
@@ -101,8 +131,13 @@ public:
     void set_faults_enabled(bool on) noexcept { st_->enabled = on; }
     /// True when faults are being injected.
     bool faults_enabled() const noexcept { return st_->enabled; }
-    /// The profile in force (mutable).
-    fault_profile& profile() noexcept { return st_->profile; }
+    /// The profile in force.
+    fault_profile const& profile() const noexcept { return st_->profile; }
+    /// Replaces the profile from the next request on. @throws config_error on a bad profile (the old one stays).
+    void set_profile(fault_profile p) {
+        p.validate();
+        st_->profile = p;
+    }
     /// Makes the next request suffer `k` (queued in order; applies even while random faults are off).
     void inject_next(fault_kind k) { st_->scripted.push_back(k); }
 
