@@ -16,6 +16,7 @@
 #include <baton/clock.hpp>
 #include <baton/election.hpp>
 #include <baton/error.hpp>
+#include <baton/fenced.hpp>
 #include <baton/http/client.hpp>
 #include <baton/lease.hpp>
 #include <baton/lease_options.hpp>
@@ -43,6 +44,14 @@ using file_election = basic_election<file_backend>;
 using s3_lease = basic_lease<s3_backend, steady_clock, standard_retry, aws::sigv4_signer>;
 /// Leader election on S3 or an S3-compatible store.
 using s3_election = basic_election<s3_backend, steady_clock, standard_retry, aws::sigv4_signer>;
+/// Fenced writes on the in-process memory store.
+using memory_fenced = basic_fenced<memory_backend>;
+/// Fenced writes among the processes of one host, on a local directory.
+using file_fenced = basic_fenced<file_backend>;
+/// Fenced writes on S3 or an S3-compatible store (read, then a conditional write; one request when the version is known).
+using s3_fenced = basic_fenced<s3_backend>;
+/// Fenced writes on a DynamoDB table (read, then a conditional write; one request when the version is known).
+using dynamodb_fenced = basic_fenced<dynamodb_backend>;
 
 } // namespace baton
 

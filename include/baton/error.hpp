@@ -67,6 +67,8 @@ enum class errc {
     foreign_record,
     /// No source yielded AWS credentials, or a configured one cannot (the diagnostics list each source and why).
     no_credentials,
+    /// A fenced write carried a token below one the record already accepted (the diagnostics name the winning token).
+    fenced,
 };
 
 /// Portable groupings of errors, for `ec == baton::condition::retryable` tests.

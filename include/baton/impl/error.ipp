@@ -36,6 +36,7 @@ public:
         case errc::released: return "the lease was released";
         case errc::foreign_record: return "the record was not written by this recipe";
         case errc::no_credentials: return "no usable AWS credentials";
+        case errc::fenced: return "a higher fencing token was already accepted for this key";
         }
         return "unknown baton error";
     }
@@ -69,7 +70,7 @@ public:
                        e == errc::conflict || e == errc::unknown_outcome;
             case condition::contention:
                 return e == errc::held_by_other || e == errc::precondition_failed ||
-                       e == errc::lease_lost || e == errc::conflict;
+                       e == errc::lease_lost || e == errc::conflict || e == errc::fenced;
             case condition::auth:
                 return e == errc::auth_failed || e == errc::no_credentials;
             }

@@ -1,0 +1,314 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+// Fenced writes: the record format, the store refusing stale tokens, and
+// ambiguous answers settled by reading back (memory store, sim kit faults).
+
+#include <baton/backend/memory.hpp>
+#include <baton/fenced.hpp>
+#include <baton/sim.hpp>
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace sim = baton::sim;
+using namespace std::chrono_literals;
+using baton::errc;
+using baton::error_code;
+
+using memory_fenced = baton::basic_fenced<baton::memory_backend>;
+using faulty_store = sim::faulty_backend<baton::memory_backend>;
+using faulty_fenced = baton::basic_fenced<faulty_store, sim::manual_clock>;
+
+struct write_outcome {
+    bool done = false;
+    error_code ec;
+    baton::fenced_write_result r;
+};
+
+template <class Fenced>
+write_outcome write(asio::io_context& ioc, Fenced& f, std::string key, std::string value, std::uint64_t token) {
+    write_outcome o;
+    f.async_write(std::move(key), std::move(value), token, [&](error_code ec, baton::fenced_write_result r) {
+        o = {true, ec, std::move(r)};
+    });
+    ioc.restart();
+    ioc.run();
+    return o;
+}
+
+template <class Fenced>
+std::optional<baton::fenced_value> read(asio::io_context& ioc, Fenced& f, std::string key, error_code* ec_out = nullptr) {
+    std::optional<baton::fenced_value> out;
+    error_code got;
+    f.async_read(std::move(key), [&](error_code ec, std::optional<baton::fenced_value> v) {
+        got = ec;
+        out = std::move(v);
+    });
+    ioc.restart();
+    ioc.run();
+    if (ec_out) *ec_out = got;
+    else REQUIRE_FALSE(got);
+    return out;
+}
+
+} // namespace
+
+TEST_SUITE("fenced") {
+
+TEST_CASE("the record format round-trips any bytes and refuses what it did not write") {
+    using baton::detail::decode_fenced;
+    using baton::detail::encode_fenced;
+    std::string value("line one\nline two\0\xff binary", 28);
+    auto body = encode_fenced(18446744073709551615ull, "0123456789abcdef0123456789abcdef", value);
+    baton::detail::fenced_body b;
+    baton::diagnostics d;
+    REQUIRE_FALSE(decode_fenced(body, b, d));
+    CHECK(b.token == 18446744073709551615ull);
+    CHECK(b.nonce == "0123456789abcdef0123456789abcdef");
+    CHECK(b.value == value);
+    CHECK(body.rfind("baton-fenced 1 18446744073709551615 0123", 0) == 0);
+
+    for (std::string bad : {"", "hello", "baton-fenced 1 ", "baton-fenced 1 12 abcd", "baton-fenced 2 1 ab\nv",
+                            "baton-fenced 1 012 ab\nv", "baton-fenced 1 18446744073709551616 ab\nv",
+                            "baton-fenced 1 -1 ab\nv", "baton-fenced 1 1 AB\nv", "baton-fenced 1 1 \nv",
+                            "baton-fenced 1 1\nv", "baton-fenced 1 1 a b\nv"}) {
+        CAPTURE(bad);
+        d.clear();
+        CHECK(decode_fenced(bad, b, d) == errc::foreign_record);
+        CHECK(d.message.rfind("not a fenced record", 0) == 0);
+    }
+}
+
+TEST_CASE("a higher token wins; a stale holder is refused by the store with the winning token named") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_fenced old_holder(ioc.get_executor(), store), new_holder(ioc.get_executor(), store);
+
+    auto w = write(ioc, old_holder, "shard/7", "from token 1", 1);
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.requests == 2); // read (absent), then a write conditional on absence
+    w = write(ioc, old_holder, "shard/7", "again from token 1", 1);
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.requests == 1); // the version is known: one conditional write
+
+    w = write(ioc, new_holder, "shard/7", "from token 2", 2);
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.requests == 2);
+
+    // The old holder still believes it holds: its write is conditional on a version now replaced.
+    w = write(ioc, old_holder, "shard/7", "stale", 1);
+    CHECK(w.ec == errc::fenced);
+    CHECK(w.ec == baton::condition::contention);
+    CHECK(w.r.winning_token == 2);
+    CHECK(w.r.diag.message.find("token 1 is below token 2") != std::string::npos);
+    // And again, now that it knows the record's token: refused, never written.
+    w = write(ioc, old_holder, "shard/7", "stale again", 1);
+    CHECK(w.ec == errc::fenced);
+
+    auto v = read(ioc, new_holder, "shard/7");
+    REQUIRE(v);
+    CHECK(v->value == "from token 2");
+    CHECK(v->token == 2);
+
+    // Equal tokens are accepted: one holder writes many times, also through a fresh object.
+    memory_fenced same_holder(ioc.get_executor(), store);
+    w = write(ioc, same_holder, "shard/7", "token 2, second write", 2);
+    CHECK_FALSE(w.ec);
+    CHECK(read(ioc, old_holder, "shard/7")->value == "token 2, second write");
+}
+
+TEST_CASE("a cached version never lets a lower token through") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_fenced f(ioc.get_executor(), store);
+    REQUIRE_FALSE(write(ioc, f, "k", "five", 5).ec);
+    // The same object, a lower token: the cached version would make `matches` succeed; the token must not.
+    auto w = write(ioc, f, "k", "four", 4);
+    CHECK(w.ec == errc::fenced);
+    CHECK(w.r.winning_token == 5);
+    CHECK(read(ioc, f, "k")->value == "five");
+}
+
+TEST_CASE("a key holding something else is foreign_record and is left alone") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    store.async_put("cfg", "plain text", baton::precondition::none(), [](error_code ec, baton::put_result) { REQUIRE_FALSE(ec); });
+    ioc.run();
+    memory_fenced f(ioc.get_executor(), store);
+    auto w = write(ioc, f, "cfg", "overwrite?", 9);
+    CHECK(w.ec == errc::foreign_record);
+    CHECK(w.r.diag.message.find("not a fenced record") != std::string::npos);
+    error_code ec;
+    CHECK_FALSE(read(ioc, f, "cfg", &ec));
+    CHECK(ec == errc::foreign_record);
+    auto found = store.peek("cfg");
+    REQUIRE(found);
+    CHECK(found->body == "plain text");
+}
+
+TEST_CASE("a lost answer is settled by reading back: landed means success, not landed means write again") {
+    sim::scheduler sched(41);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 42, sim::fault_profile::none());
+    faulty_fenced f(sched.get_executor(), net);
+    auto run = [&](std::string value, std::uint64_t token) {
+        write_outcome o;
+        f.async_write("k", std::move(value), token, [&](error_code ec, baton::fenced_write_result r) { o = {true, ec, std::move(r)}; });
+        sched.run_for(60s);
+        REQUIRE(o.done);
+        return o;
+    };
+    REQUIRE_FALSE(run("first", 3).ec);
+
+    net.inject_next(sim::fault_kind::drop_response); // applied; the answer is lost
+    auto o = run("landed", 3);
+    REQUIRE_FALSE(o.ec);
+    CHECK(o.r.settled_by_read);
+    CHECK(o.r.requests == 2); // the write, the read that found its nonce
+    CHECK(net.inner().peek("k")->body.find("\nlanded") != std::string::npos);
+
+    net.inject_next(sim::fault_kind::drop_request); // never reached the store
+    o = run("resent", 3);
+    REQUIRE_FALSE(o.ec);
+    CHECK_FALSE(o.r.settled_by_read);
+    CHECK(o.r.requests == 3); // the lost write, the read, the write again
+
+    net.inject_next(sim::fault_kind::throttle_applied); // applied, yet answered throttled
+    o = run("throttled", 3);
+    REQUIRE_FALSE(o.ec);
+    CHECK(o.r.settled_by_read);
+
+    // A duplicate delivered late cannot undo a higher token: its write is conditional on an old version.
+    net.inject_next(sim::fault_kind::duplicate);
+    REQUIRE_FALSE(run("dup", 3).ec);
+    faulty_fenced other(sched.get_executor(), net);
+    write_outcome o2;
+    other.async_write("k", "token 4", 4, [&](error_code ec, baton::fenced_write_result r) { o2 = {true, ec, std::move(r)}; });
+    sched.run_for(60s);
+    REQUIRE_FALSE(o2.ec);
+    CHECK(net.inner().peek("k")->body.rfind("baton-fenced 1 4 ", 0) == 0);
+}
+
+TEST_CASE("a write held in the network past its sender's timeout never lands over a higher token") {
+    sim::scheduler sched(43);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 44, sim::fault_profile::none());
+    faulty_fenced stale(sched.get_executor(), net), fresh(sched.get_executor(), net);
+    write_outcome a, b;
+    stale.async_write("k", "one", 1, [&](error_code ec, baton::fenced_write_result r) { a = {true, ec, std::move(r)}; });
+    sched.run_for(10s);
+    REQUIRE_FALSE(a.ec);
+    // The stale holder's next write is held in the network (it knows the version: one request).
+    net.inject_next(sim::fault_kind::hold);
+    a = {};
+    stale.async_write("k", "late", 1, [&](error_code ec, baton::fenced_write_result r) { a = {true, ec, std::move(r)}; });
+    sched.run_for(1s);
+    fresh.async_write("k", "two", 2, [&](error_code ec, baton::fenced_write_result r) { b = {true, ec, std::move(r)}; });
+    sched.run_for(10s);
+    REQUIRE(b.done);
+    REQUIRE_FALSE(b.ec);
+    REQUIRE(net.held_count() == 1);
+    net.deliver_held(0); // lands now, or tries to
+    sched.run_for(60s);
+    REQUIRE(a.done);
+    CHECK(a.ec == errc::fenced);
+    CHECK(a.r.winning_token == 2);
+    CHECK(net.inner().peek("k")->body.rfind("baton-fenced 1 2 ", 0) == 0);
+}
+
+TEST_CASE("cancelled while a write is in doubt: one uncancelled read decides what the caller is told") {
+    sim::scheduler sched(45);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 46, sim::fault_profile::none());
+    faulty_fenced f(sched.get_executor(), net);
+    asio::cancellation_signal stop;
+    for (auto kind : {sim::fault_kind::server_error_applied, sim::fault_kind::server_error_lost}) {
+        CAPTURE(static_cast<int>(kind));
+        write_outcome o;
+        f.async_write("k", "base", 7, [&](error_code ec, baton::fenced_write_result r) { o = {true, ec, std::move(r)}; });
+        sched.run_for(10s);
+        REQUIRE_FALSE(o.ec); // the version is known now: the next write is the first request
+        net.inject_next(kind); // 500: applied or not, the client cannot tell
+        o = {};
+        f.async_write("k", "maybe", 7, asio::bind_cancellation_slot(stop.slot(), [&](error_code ec, baton::fenced_write_result r) {
+                          o = {true, ec, std::move(r)};
+                      }));
+        sched.run_for(500us); // the write is on its way
+        stop.emit(asio::cancellation_type::terminal);
+        sched.run_for(60s);
+        REQUIRE(o.done);
+        bool const landed = net.inner().peek("k") && net.inner().peek("k")->body.find("\nmaybe") != std::string::npos;
+        if (landed) {
+            CHECK_FALSE(o.ec);
+            CHECK(o.r.settled_by_read);
+        } else {
+            CHECK(o.ec == asio::error::operation_aborted);
+        }
+        CHECK(landed == (kind == sim::fault_kind::server_error_applied));
+    }
+}
+
+TEST_CASE("reads that keep failing after a write in doubt report unknown_outcome, never success or failure") {
+    sim::scheduler sched(47);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 48, sim::fault_profile::none());
+    baton::retry_params rp;
+    rp.max_attempts = 2;
+    faulty_fenced f(sched.get_executor(), net, baton::standard_retry(rp));
+    net.inject_next(sim::fault_kind::drop_request);     // the first read is lost
+    net.inject_next(sim::fault_kind::unavailable);      // ... and the retry; then the policy gives up
+    write_outcome o;
+    f.async_write("k", "v", 1, [&](error_code ec, baton::fenced_write_result r) { o = {true, ec, std::move(r)}; });
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    CHECK(o.ec == errc::service_unavailable); // nothing was written: a plain failure
+    CHECK_FALSE(net.inner().peek("k"));
+
+    REQUIRE_FALSE(o.r.requests == 0);
+    o = {};
+    f.async_write("k", "v0", 1, [&](error_code ec, baton::fenced_write_result r) { o = {true, ec, std::move(r)}; });
+    sched.run_for(60s);
+    REQUIRE_FALSE(o.ec); // the version is known now: the next write is the first request
+    net.inject_next(sim::fault_kind::server_error_applied); // the write lands, answered 500
+    net.inject_next(sim::fault_kind::unavailable);          // the settling read fails
+    net.inject_next(sim::fault_kind::unavailable);          // and the last one too
+    o = {};
+    f.async_write("k", "v", 1, [&](error_code ec, baton::fenced_write_result r) { o = {true, ec, std::move(r)}; });
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    CHECK(o.ec == errc::unknown_outcome);
+    CHECK(o.r.diag.message.find("may have landed") != std::string::npos);
+}
+
+TEST_CASE("many writers with one token on one key all succeed, each write landing whole") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    std::vector<memory_fenced> writers;
+    for (int i = 0; i < 8; ++i) writers.emplace_back(ioc.get_executor(), store);
+    int ok = 0;
+    for (int round = 0; round < 3; ++round)
+        for (int i = 0; i < 8; ++i)
+            writers[static_cast<std::size_t>(i)].async_write("k", "w" + std::to_string(i), 11, [&](error_code ec, baton::fenced_write_result) {
+                CHECK_FALSE(ec);
+                if (!ec) ++ok;
+            });
+    ioc.run();
+    CHECK(ok == 24);
+    auto v = read(ioc, writers[0], "k");
+    REQUIRE(v);
+    CHECK(v->token == 11);
+    CHECK(v->value.size() == 2);
+}
+
+}
