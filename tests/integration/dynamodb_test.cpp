@@ -10,6 +10,7 @@
 // wait is bounded.
 #include <baton/baton.hpp>
 #include <test_common/fixtures.hpp>
+#include <test_common/fenced_scenarios.hpp>
 
 #include <doctest/doctest.h>
 
@@ -673,6 +674,14 @@ TEST_CASE("an item written by a lease is readable in the console: owner, token, 
     auto after = f.raw_item("jobs/console");
     CHECK(attr(after, "state", "S") == "released");
     CHECK(attr(after, "token", "N") == "1");
+}
+
+TEST_CASE("fenced writes on dynalite: a paused holder taken over is refused by the store; one token, many writers") {
+    REQUIRE_DYNAMODB(env);
+    table_fixture f(env, "fenced");
+    auto make = [&](asio::io_context::executor_type ex) { return baton::dynamodb_backend(ex, params_for(env, f.table)); };
+    test_common::check_paused_holder_is_fenced<baton::dynamodb_backend>(make, "shard/7", 3000ms);
+    test_common::check_same_token_writers_all_land<baton::dynamodb_backend>(make, "counter", 16, 2);
 }
 
 } // TEST_SUITE

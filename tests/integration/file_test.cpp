@@ -12,6 +12,7 @@
 #include <baton/lease.hpp>
 
 #include <doctest/doctest.h>
+#include <test_common/fenced_scenarios.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -689,6 +690,13 @@ TEST_CASE("32 processes racing put(absent), then put(matches), on one key: exact
         auto const name = e.path().filename().string();
         CHECK((name.starts_with("r.") || name.starts_with(".lock.r.")));
     }
+}
+
+TEST_CASE("fenced writes on a directory: a paused holder taken over is refused by the store; one token, many writers") {
+    temp_dir dir;
+    auto make = [&](asio::io_context::executor_type ex) { return baton::file_backend(ex, lease_params(dir.path)); };
+    test_common::check_paused_holder_is_fenced<baton::file_backend>(make, "shard/7", 1000ms);
+    test_common::check_same_token_writers_all_land<baton::file_backend>(make, "counter", 16, 2);
 }
 
 }

@@ -7,6 +7,7 @@
 #include <baton/baton.hpp>
 #include <baton/detail/lease_record.hpp>
 #include <test_common/fixtures.hpp>
+#include <test_common/fenced_scenarios.hpp>
 
 #include <doctest/doctest.h>
 
@@ -862,6 +863,15 @@ TEST_CASE("a holder whose record was taken over learns lease_lost on its next re
     auto [gec2, g2] = run<baton::get_result>(ioc, b.async_get("k"));
     REQUIRE(g2.found);
     CHECK(g2.found->version == intruder_version); // the holder never overwrote the new record
+}
+
+TEST_CASE("fenced writes on RGW: a paused holder taken over is refused by the store; one token, many writers") {
+    SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
+    auto const bucket = bucket_for(rgw_srv);
+    auto const prefix = "fenced-" + random_hex() + "/";
+    auto make = [&](net::io_context::executor_type ex) { return baton::s3_backend(ex, params_for(rgw_srv, bucket, prefix)); };
+    test_common::check_paused_holder_is_fenced<baton::s3_backend>(make, "shard/7", lease_ttl);
+    test_common::check_same_token_writers_all_land<baton::s3_backend>(make, "counter", 16, 2);
 }
 
 } // TEST_SUITE s3_rgw

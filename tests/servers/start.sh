@@ -280,6 +280,18 @@ EOF
 }
 
 CEPH() { timeout 20 ceph -c "$D/ceph.conf" --connect-timeout 10 "$@"; }
+# A monitor that answers "mon stat" may still refuse commands for a few seconds ("EPERM: problem
+# getting command descriptions from mon", seen on loaded machines): commands that set the cluster
+# up are asked again (each is idempotent), and their last error is shown if they never pass.
+CEPH_SETUP() {
+  local i out
+  for (( i = 1; i <= 30; i++ )); do
+    if out=$(CEPH "$@" 2>"$D/log/ceph-setup.err"); then printf '%s' "$out"; return 0; fi
+    sleep 0.5
+  done
+  echo "start.sh rgw: the monitor refused 'ceph $*':" >&2; cat "$D/log/ceph-setup.err" >&2
+  return 1
+}
 
 start_rgw() {
   local fsid port mon_port i rc mon_pid osd_pid rgw_pid
@@ -308,10 +320,10 @@ start_rgw() {
   # OSD (memstore); it binds ports Ceph picks itself (ms bind port min/max range)
   local osd_uuid osd_id end
   osd_uuid=$(cat /proc/sys/kernel/random/uuid)
-  osd_id=$(CEPH osd new "$osd_uuid")
+  osd_id=$(CEPH_SETUP osd new "$osd_uuid") || return 1
   LOGS+=("$D/log/osd.$osd_id.log" "$D/log/osd.$osd_id.stdout")
   mkdir -p "$D/osd/osd.$osd_id"
-  CEPH osd crush add "osd.$osd_id" 1.0 root=default >/dev/null 2>&1
+  CEPH_SETUP osd crush add "osd.$osd_id" 1.0 root=default >/dev/null || return 1
   ceph-osd -c "$D/ceph.conf" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" >>"$D/log/osd.mkfs" 2>&1
   launch osd ceph-osd "$D/log/osd.$osd_id.stdout" ceph-osd -c "$D/ceph.conf" -i "$osd_id" -f
   osd_pid=$LAUNCHED
