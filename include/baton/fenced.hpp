@@ -127,7 +127,11 @@ public:
         @par Per-Operation Cancellation
         Terminal: no further write is sent. A write already sent is settled
         first by one read that is not cancelled: if it landed the operation
-        succeeds, otherwise it completes with `operation_aborted`.
+        succeeds, otherwise it completes with `operation_aborted`. (A request
+        still delayed in the network can land after that read, as after any
+        failure, if the record has not changed meanwhile; fencing holds all
+        the same: it is conditional on a version whose token is not above
+        its own.)
     */
     template <class Token = boost::asio::deferred_t>
     auto async_write(std::string key, std::string value, std::uint64_t token, Token&& tok = {}) {
