@@ -205,11 +205,19 @@ private:
             step(self, m->start());
         }
         template <class Self>
-        void operator()(Self& self, error_code ec, put_result r) { step(self, m->on_put(ec, r)); }
+        void operator()(Self& self, error_code ec, put_result r) { step(self, m->on_put(unasked_abort(self, ec), r)); }
         template <class Self>
         void operator()(Self& self, error_code ec, get_result r) {
             if (!ec && r.found) r.found->key = key;
-            step(self, m->on_get(ec, r));
+            step(self, m->on_get(unasked_abort(self, ec), r));
+        }
+
+        // A backend that reports operation_aborted although this operation was not cancelled
+        // (a wrapper's own cancellation, say): the request's fate is unknown, not abandoned.
+        template <class Self>
+        static error_code unasked_abort(Self& self, error_code ec) {
+            if (ec == boost::asio::error::operation_aborted && !cancelled(self)) return errc::unknown_outcome;
+            return ec;
         }
         template <class Self>
         void operator()(Self& self, error_code ec) { // a backoff wait ended

@@ -238,8 +238,11 @@ private:
         std::string const id = value;
         pending_[id] = {key, w.token};
         ++out_.writes;
-        auto done = [this, &w, id, key, value, token = w.token](error_code ec, baton::fenced_write_result r) {
+        bool const cancel = !broken_ && sched_.uniform() < 0.1;
+        auto done = [this, &w, id, key, value, token = w.token, cancel](error_code ec, baton::fenced_write_result r) {
             pending_.erase(id);
+            if (ec == asio::error::operation_aborted && !cancel) // (h4)
+                violate("(h4) " + value + " reported cancelled, but nobody cancelled it: " + r.diag.to_string());
             classify(key, value, token, ec, r);
             schedule_write(w);
         };
@@ -254,7 +257,7 @@ private:
                 net_->async_put(key, baton::detail::encode_fenced(token, "00", value), baton::precondition::none(),
                                 [done](error_code ec, baton::put_result) mutable { done(ec, {}); });
             });
-        } else if (sched_.uniform() < 0.1) {
+        } else if (cancel) {
             // Cancelled a little later (possibly after the write was sent).
             w.f->async_write(key, value, w.token, asio::bind_cancellation_slot(w.cancel.slot(), std::move(done)));
             auto t = std::make_shared<timer_t>(sched_.get_executor());

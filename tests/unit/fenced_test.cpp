@@ -291,6 +291,28 @@ TEST_CASE("reads that keep failing after a write in doubt report unknown_outcome
     CHECK(o.r.diag.message.find("may have landed") != std::string::npos);
 }
 
+TEST_CASE("out of retries with a write in doubt: the last read settles it, and a write that did not land reports its failure") {
+    sim::scheduler sched(49);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 50, sim::fault_profile::none());
+    baton::retry_params rp;
+    rp.max_attempts = 2;
+    faulty_fenced f(sched.get_executor(), net, baton::standard_retry(rp));
+    write_outcome o;
+    f.async_write("k", "v0", 1, [&](error_code ec, baton::fenced_write_result r) { o = {true, ec, std::move(r)}; });
+    sched.run_for(60s);
+    REQUIRE_FALSE(o.ec); // the version is known now: the next write is the first request
+    net.inject_next(sim::fault_kind::server_error_lost); // 500, not applied (the client cannot tell)
+    net.inject_next(sim::fault_kind::unavailable);       // the read after the backoff fails: retries spent
+    o = {};
+    f.async_write("k", "v1", 1, [&](error_code ec, baton::fenced_write_result r) { o = {true, ec, std::move(r)}; });
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    CHECK(o.ec == errc::service_unavailable); // not operation_aborted: nobody cancelled
+    CHECK(o.r.requests == 3);                 // the write, the failed read, the settling read
+    CHECK(net.inner().peek("k")->body.find("\nv0") != std::string::npos);
+}
+
 TEST_CASE("many writers with one token on one key all succeed, each write landing whole") {
     asio::io_context ioc;
     baton::memory_backend store(ioc.get_executor());

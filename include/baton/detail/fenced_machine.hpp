@@ -13,6 +13,8 @@
 #include <baton/settlement.hpp>
 #include <baton/store.hpp>
 
+#include <boost/asio/error.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -160,7 +162,7 @@ public:
             return backoff(ec, false);
         }
         if (!r.found) {
-            if (stopping_) return done(boost::asio::error::operation_aborted);
+            if (stopping_) return done(stop_reason_);
             // No write of ours landed (an absent record has none), whatever was in doubt.
             doubts_.clear();
             return write(precondition::absent());
@@ -235,8 +237,10 @@ private:
             return a;
         }
         if (!doubts_.empty() && !stopping_) {
-            // Out of retries with a write in doubt: one last read settles it.
+            // Out of retries with a write in doubt: one last read settles it; if it did not
+            // land, the caller is told this failure.
             stopping_ = true;
+            stop_reason_ = ec;
             return read();
         }
         return give_up(ec);
@@ -266,7 +270,7 @@ private:
                             " already accepted for this key";
             return done(errc::fenced);
         }
-        if (stopping_) return done(boost::asio::error::operation_aborted);
+        if (stopping_) return done(stop_reason_);
         return write(precondition::matches(found.version));
     }
 
@@ -289,6 +293,7 @@ private:
     bool next_is_read_ = false;
     bool last_was_read_ = false;
     bool stopping_ = false;
+    error_code stop_reason_ = boost::asio::error::operation_aborted; // what a stopped write that did not land reports
     bool settled_ = false;
     diagnostics diag_;
 };

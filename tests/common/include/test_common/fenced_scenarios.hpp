@@ -107,14 +107,22 @@ void check_paused_holder_is_fenced(Make make, std::string const& key, std::chron
     run_io_until(live, [&] { return rel.has_value(); }, std::chrono::seconds(30));
 }
 
-/// `writers` fenced writers with one token on one key, each writing `rounds` times at once: every write lands.
+/** `writers` fenced writers with one token on one key, each writing `rounds` times at once.
+
+    Every write lands, except that a store may answer 5xx under such contention (RGW does) and
+    a write may then fail transiently (or with unknown_outcome) once the retry policy (8
+    attempts here) gives up: documented outcomes, counted; anything else (a cancellation nobody asked for, a refusal of
+    an equal token, a foreign record) fails the test.
+*/
 template <class Backend, class Make>
 void check_same_token_writers_all_land(Make make, std::string const& key, int writers, int rounds) {
     using fenced_t = baton::basic_fenced<Backend>;
     boost::asio::io_context ioc;
-    std::vector<fenced_t> fs;
-    for (int i = 0; i < writers; ++i) fs.emplace_back(ioc.get_executor(), make(ioc.get_executor()));
-    int ok = 0, done = 0;
+    baton::retry_params rp;
+    rp.max_attempts = 8;
+    std::vector<fenced_t> fs; // each its own retry budget, as separate processes would have
+    for (int i = 0; i < writers; ++i) fs.emplace_back(ioc.get_executor(), make(ioc.get_executor()), baton::standard_retry(rp));
+    int ok = 0, transient = 0, done = 0;
     std::vector<std::string> failures;
     unsigned requests = 0;
     for (int r = 0; r < rounds; ++r)
@@ -124,12 +132,16 @@ void check_same_token_writers_all_land(Make make, std::string const& key, int wr
                                                             ++done;
                                                             requests += res.requests;
                                                             if (!ec) ++ok;
+                                                            else if (baton::is_retryable(ec)) ++transient; // unknown_outcome included
                                                             else failures.push_back(ec.message() + ": " + res.diag.to_string());
                                                         });
     REQUIRE(run_io_until(ioc, [&] { return done == writers * rounds; }, std::chrono::seconds(120)));
     INFO((failures.empty() ? std::string() : failures.front()));
-    CHECK(ok == writers * rounds);
-    MESSAGE((writers * rounds) << " fenced writes with one token on one key: " << requests << " requests");
+    CHECK(failures.empty());
+    CHECK(ok + transient == writers * rounds);
+    CHECK(ok > 0);
+    MESSAGE((writers * rounds) << " fenced writes with one token on one key: " << ok << " written, " << transient
+                               << " failed transiently (5xx after 8 attempts); " << requests << " requests");
     std::optional<baton::error_code> rec;
     std::optional<baton::fenced_value> v;
     fs[0].async_read(key, [&](baton::error_code ec, std::optional<baton::fenced_value> got) { rec = ec; v = std::move(got); });
