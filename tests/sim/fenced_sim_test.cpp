@@ -14,13 +14,15 @@
 //        fenced, unknown_outcome, operation_aborted, or a transient error
 //        once the retry policy gave up); never foreign_record, invalid_*.
 //
-// BATON_SIM_SEEDS / BATON_SIM_FIRST / BATON_SIM_SEED as for the lease suite.
+// BATON_SIM_SEEDS (a quarter of it) / BATON_SIM_FIRST / BATON_SIM_SEED / BATON_SIM_MAX_FAILURES
+// as for the lease suite (test_common/sim_seeds.hpp).
 
 #include <baton/backend/memory.hpp>
 #include <baton/fenced.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
+#include <test_common/sim_seeds.hpp>
 
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -306,33 +308,15 @@ private:
     fenced_outcome out_;
 };
 
-std::uint64_t env_or(char const* name, std::uint64_t fallback) {
-    char const* v = std::getenv(name);
-    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
 } // namespace
 
 TEST_SUITE("simulation") {
 
 TEST_CASE("fenced writes: stale tokens never land, acknowledged writes landed, refusals are justified") {
-    std::uint64_t const one = env_or("BATON_SIM_SEED", 0);
-    std::uint64_t const seeds = one ? 1 : env_or("BATON_SIM_SEEDS", 2000) / 4; // a quarter: each seed is denser
-    std::uint64_t const first = one ? one : env_or("BATON_SIM_FIRST", 1);
+    auto const range = test_common::seed_range::from_env(4); // a quarter of BATON_SIM_SEEDS: each seed is denser
+    std::uint64_t const seeds = range.count;
     fenced_outcome total;
-    std::uint64_t failed = 0;
-    for (std::uint64_t s = first; s < first + std::max<std::uint64_t>(seeds, 1); ++s) {
-        fenced_sim sim(s);
-        auto o = sim.run();
-        total.add(o);
-        if (!o.violations.empty()) {
-            ++failed;
-            std::string msg = "seed " + std::to_string(s) + " (replay: BATON_SIM_SEED=" + std::to_string(s) + "):";
-            for (std::size_t i = 0; i < o.violations.size() && i < 10; ++i) msg += "\n  " + o.violations[i];
-            FAIL_CHECK(msg);
-            if (failed >= 5) break;
-        }
-    }
+    std::uint64_t const failed = test_common::run_seeds(range, total, [](std::uint64_t s) { return fenced_sim(s).run(); }, 10);
     MESSAGE(seeds << " seeds: " << total.writes << " fenced writes, " << total.takeovers << " takeovers; " << total.ok
                   << " written (" << total.settled << " settled by reading back), " << total.fenced << " fenced, "
                   << total.unknown << " unknown outcome, " << total.aborted << " cancelled, " << total.transient

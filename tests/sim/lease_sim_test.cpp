@@ -37,6 +37,7 @@
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
+#include <test_common/sim_seeds.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -658,35 +659,15 @@ private:
     outcome out_;
 };
 
-std::uint64_t env_u64(char const* name, std::uint64_t fallback) {
-    char const* v = std::getenv(name);
-    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
 } // namespace
 
 TEST_SUITE("simulation") {
 
 TEST_CASE("lease safety and liveness hold over many seeds") {
-    std::uint64_t const one = env_u64("BATON_SIM_SEED", 0);
-    std::uint64_t const seeds = one ? 1 : env_u64("BATON_SIM_SEEDS", 2000);
-    std::uint64_t const first = one ? one : env_u64("BATON_SIM_FIRST", 1);
-    // BATON_SIM_MAX_FAILURES: flagged seeds before stopping (raise it to count them all).
-    std::uint64_t const max_failures = env_u64("BATON_SIM_MAX_FAILURES", 5);
+    auto const range = test_common::seed_range::from_env();
+    std::uint64_t const seeds = range.count;
     outcome total;
-    std::uint64_t failed = 0;
-    for (std::uint64_t s = first; s < first + seeds; ++s) {
-        lease_sim sim(s, sim_config{});
-        auto o = sim.run();
-        total.add(o);
-        if (!o.violations.empty()) {
-            ++failed;
-            std::string msg = "seed " + std::to_string(s) + " (replay: BATON_SIM_SEED=" + std::to_string(s) + "):";
-            for (auto& v : o.violations) msg += "\n  " + v;
-            FAIL_CHECK(msg);
-            if (failed >= max_failures) break;
-        }
-    }
+    std::uint64_t const failed = test_common::run_seeds(range, total, [](std::uint64_t s) { return lease_sim(s, sim_config{}).run(); });
     MESSAGE(seeds << " seeds: " << total.acquisitions << " acquisitions, " << total.takeovers << " takeovers, "
                   << total.releases << " releases, " << total.losses << " losses, " << total.freezes << " freezes, "
                   << total.try_once << " try-once, " << total.cancelled << " cancelled, " << total.late_acquires
