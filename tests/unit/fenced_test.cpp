@@ -69,7 +69,8 @@ TEST_SUITE("fenced") {
 TEST_CASE("the record format round-trips any bytes and refuses what it did not write") {
     using baton::detail::decode_fenced;
     using baton::detail::encode_fenced;
-    std::string value("line one\nline two\0\xff binary", 28);
+    static constexpr char raw[] = "line one\nline two\0\xff binary";
+    std::string const value(raw, sizeof raw - 1); // the NUL and the 0xff byte included
     auto body = encode_fenced(18446744073709551615ull, "0123456789abcdef0123456789abcdef", value);
     baton::detail::fenced_body b;
     baton::diagnostics d;
