@@ -329,20 +329,10 @@ TEST_CASE("fenced writes: stale tokens never land, acknowledged writes landed, r
 }
 
 TEST_CASE("the fenced checker bites: writers that check the token themselves and write unconditionally are caught") {
-    std::uint64_t caught = 0, runs = 50;
-    std::string example;
-    for (std::uint64_t s = 1; s <= runs; ++s) {
-        fenced_sim sim(s, true);
-        auto o = sim.run();
-        for (auto& v : o.violations)
-            if (v.find("(h1)") != std::string::npos) {
-                ++caught;
-                if (example.empty()) example = "seed " + std::to_string(s) + ": " + v;
-                break;
-            }
-    }
-    MESSAGE("check-then-write: " << caught << " of " << runs << " runs flagged; e.g. " << example);
-    CHECK(caught > 0);
+    std::uint64_t const runs = 50;
+    auto const f = test_common::count_flagged(runs, "(h1)", [](std::uint64_t s) { return fenced_sim(s, true).run(); });
+    MESSAGE("check-then-write: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
 }
 
 }

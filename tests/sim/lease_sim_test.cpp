@@ -686,20 +686,10 @@ TEST_CASE("lease safety and liveness hold over many seeds") {
 TEST_CASE("the checker bites: a skew factor below 1 lets two holders overlap") {
     sim_config broken;
     broken.lease_skew = 0.5; // contenders wait only half a ttl
-    std::uint64_t caught = 0, runs = 200;
-    std::string example;
-    for (std::uint64_t s = 1; s <= runs; ++s) {
-        lease_sim sim(s, broken);
-        auto o = sim.run();
-        for (auto& v : o.violations)
-            if (v.find("(a)") != std::string::npos) {
-                ++caught;
-                if (example.empty()) example = "seed " + std::to_string(s) + ": " + v;
-                break;
-            }
-    }
-    MESSAGE("broken policy: " << caught << " of " << runs << " runs flagged; e.g. " << example);
-    CHECK(caught > 0);
+    std::uint64_t const runs = 200;
+    auto const f = test_common::count_flagged(runs, "(a)", [&](std::uint64_t s) { return lease_sim(s, broken).run(); });
+    MESSAGE("broken policy: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
 }
 
 }

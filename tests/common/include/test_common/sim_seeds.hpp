@@ -55,6 +55,30 @@ std::uint64_t run_seeds(seed_range const& range, Outcome& total, Run run, std::s
     return failed;
 }
 
+/// How many runs of a deliberately broken variant the checker flagged, and one example.
+struct flagged_runs {
+    std::uint64_t caught = 0;
+    std::string example;
+};
+
+/** Runs `run(seed)` for seeds 1..`runs` and counts those with a violation naming `property`
+    (e.g. "(a)"): proof that the checker bites.
+*/
+template <class Run>
+flagged_runs count_flagged(std::uint64_t runs, std::string const& property, Run run) {
+    flagged_runs f;
+    for (std::uint64_t s = 1; s <= runs; ++s) {
+        auto o = run(s);
+        for (auto& v : o.violations)
+            if (v.find(property) != std::string::npos) {
+                ++f.caught;
+                if (f.example.empty()) f.example = "seed " + std::to_string(s) + ": " + v;
+                break;
+            }
+    }
+    return f;
+}
+
 } // namespace test_common
 
 #endif
