@@ -18,6 +18,7 @@
 #include <baton/error.hpp>
 #include <baton/fenced.hpp>
 #include <baton/http/client.hpp>
+#include <baton/kv.hpp>
 #include <baton/lease.hpp>
 #include <baton/lease_options.hpp>
 #include <baton/retry.hpp>
@@ -52,6 +53,14 @@ using file_fenced = basic_fenced<file_backend>;
 using s3_fenced = basic_fenced<s3_backend>;
 /// Fenced writes on a DynamoDB table (read, then a conditional write; one request when the version is known).
 using dynamodb_fenced = basic_fenced<dynamodb_backend>;
+/// A versioned key-value store on the in-process memory store.
+using memory_kv = basic_kv<memory_backend>;
+/// A versioned key-value store shared by the processes of one host, on a local directory.
+using file_kv = basic_kv<file_backend>;
+/// A versioned key-value store on S3 or an S3-compatible store that honours conditional writes.
+using s3_kv = basic_kv<s3_backend>;
+/// A versioned key-value store on a DynamoDB table.
+using dynamodb_kv = basic_kv<dynamodb_backend>;
 
 } // namespace baton
 

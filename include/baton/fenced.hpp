@@ -22,6 +22,7 @@
 
 #include <baton/clock.hpp>
 #include <baton/detail/config.hpp>
+#include <baton/detail/envelope.hpp>
 #include <baton/detail/fenced_machine.hpp>
 #include <baton/error.hpp>
 #include <baton/retry.hpp>
@@ -37,9 +38,7 @@
 #include <boost/asio/deferred.hpp>
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -162,30 +161,16 @@ private:
         state(executor_type e, Backend b, RetryPolicy r, Clock c)
             : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(std::random_device{}()) {}
 
-        std::optional<detail::fenced_seen> cached(std::string const& key) {
-            std::lock_guard lk(mu);
-            auto it = versions.find(key);
-            if (it == versions.end()) return std::nullopt;
-            return it->second;
-        }
-        void remember(std::string const& key, std::optional<detail::fenced_seen> const& v) {
-            std::lock_guard lk(mu);
-            if (!v) {
-                versions.erase(key);
-                return;
-            }
-            if (versions.size() >= max_cached_keys && !versions.count(key)) versions.clear();
-            versions[key] = *v;
-        }
-        void forget(std::string const& key) { remember(key, std::nullopt); }
+        std::optional<detail::fenced_seen> cached(std::string const& key) const { return versions.find(key); }
+        void remember(std::string const& key, std::optional<detail::fenced_seen> const& v) { versions.remember(key, v); }
+        void forget(std::string const& key) { versions.forget(key); }
 
         executor_type ex;
         Backend backend;
         RetryPolicy retry;
         Clock clock;
         std::mt19937_64 rng;
-        std::mutex mu;
-        std::map<std::string, detail::fenced_seen, std::less<>> versions;
+        detail::version_cache<detail::fenced_seen> versions{max_cached_keys};
     };
 
     using machine = detail::fenced_write_machine<RetryPolicy, std::mt19937_64>;

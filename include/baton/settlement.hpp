@@ -84,6 +84,12 @@ public:
         return std::any_of(doubts_.begin(), doubts_.end(), pred);
     }
 
+    /// Keeps only the attempts that satisfy `pred` (the others can no longer land).
+    template <class Pred>
+    void keep_if(Pred pred) {
+        std::erase_if(doubts_, [&](Attempt const& a) { return !pred(a); });
+    }
+
     /// Forgets every attempt: the record moved on (each was conditional on a version now replaced), or a new term began.
     void clear() noexcept { doubts_.clear(); }
 

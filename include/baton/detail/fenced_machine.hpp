@@ -8,6 +8,7 @@
 // by reading the nonce back before retrying or reporting.
 
 #include <baton/detail/config.hpp>
+#include <baton/detail/envelope.hpp>
 #include <baton/error.hpp>
 #include <baton/retry.hpp>
 #include <baton/settlement.hpp>
@@ -16,7 +17,6 @@
 #include <boost/asio/error.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -61,15 +61,9 @@ inline error_code decode_fenced(std::string_view body, fenced_body& out, diagnos
     auto const space = header.find(' ');
     if (space == std::string_view::npos) return foreign("its header has no nonce");
     std::string_view digits = header.substr(0, space), nonce = header.substr(space + 1);
-    if (digits.empty() || digits.size() > 20 || (digits.size() > 1 && digits[0] == '0') ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return foreign("its token is not a decimal number");
     std::uint64_t token = 0;
-    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), token);
-    if (ec != std::errc() || p != digits.data() + digits.size()) return foreign("its token does not fit 64 bits");
-    if (nonce.empty() || nonce.size() > 64 ||
-        !std::all_of(nonce.begin(), nonce.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
-        return foreign("its nonce is not lowercase hex");
+    if (!parse_canonical_u64(digits, token)) return foreign("its token is not a decimal number of 64 bits");
+    if (!is_nonce(nonce)) return foreign("its nonce is not lowercase hex");
     out.token = token;
     out.nonce = std::string(nonce);
     out.value = std::string(body.substr(eol + 1));

@@ -101,6 +101,7 @@ enum class fault_kind {
     throttle_applied,      ///< applied, yet answered throttled
     duplicate,             ///< reaches the store twice (the copy after up to `max_extra_delay`)
     stale_read,            ///< reads: the previous answer this client got for the key
+    pass,                  ///< no fault (to script a fault for a later request; latency stays)
 };
 
 /// Counts of faults injected, by kind.
@@ -217,6 +218,7 @@ private:
         case fault_kind::throttle_applied: return fault::throttle_applied;
         case fault_kind::duplicate: return fault::duplicate;
         case fault_kind::stale_read: return fault::stale_read;
+        case fault_kind::pass: return fault::none;
         }
         return fault::none;
     }

@@ -1,0 +1,447 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_DETAIL_KV_MACHINE_HPP
+#define BATON_DETAIL_KV_MACHINE_HPP
+
+// The kv record format and the sans-I/O state machine of one kv write (put,
+// erase, or a read-modify-write update), DESIGN §12: every record carries a
+// logical version that the next write raises by one, erases leave a
+// tombstone so versions keep rising across delete and re-create, and every
+// ambiguous answer is settled by reading the write's nonce back before
+// anything is retried or reported.
+
+#include <baton/detail/config.hpp>
+#include <baton/detail/envelope.hpp>
+#include <baton/error.hpp>
+#include <baton/retry.hpp>
+#include <baton/settlement.hpp>
+#include <baton/store.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace baton::detail {
+
+// "baton-kv 1 <version> <nonce>\n<value bytes>" for a value,
+// "baton-kv 1 <version> <nonce> tombstone\n" for an erased key.
+inline constexpr std::string_view kv_magic = "baton-kv 1 ";
+inline constexpr std::string_view kv_tombstone_mark = " tombstone";
+
+struct kv_body {
+    std::uint64_t version = 0;
+    std::string nonce;
+    bool live = true;
+    std::string value;
+};
+
+inline std::string encode_kv(std::uint64_t version, std::string_view nonce, bool live, std::string_view value) {
+    std::string s;
+    s.reserve(kv_magic.size() + 21 + nonce.size() + kv_tombstone_mark.size() + 1 + value.size());
+    s += kv_magic;
+    s += std::to_string(version);
+    s += ' ';
+    s += nonce;
+    if (!live) s += kv_tombstone_mark;
+    s += '\n';
+    if (live) s += value;
+    return s;
+}
+
+inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d) {
+    auto foreign = [&](char const* why) {
+        d.message = std::string("not a kv record: ") + why;
+        return error_code(errc::foreign_record);
+    };
+    if (body.substr(0, kv_magic.size()) != kv_magic) return foreign("it does not start with \"baton-kv 1 \"");
+    body.remove_prefix(kv_magic.size());
+    auto const eol = body.find('\n');
+    if (eol == std::string_view::npos) return foreign("its header line has no end");
+    std::string_view header = body.substr(0, eol);
+    bool live = true;
+    if (header.size() > kv_tombstone_mark.size() && header.substr(header.size() - kv_tombstone_mark.size()) == kv_tombstone_mark) {
+        live = false;
+        header.remove_suffix(kv_tombstone_mark.size());
+        if (eol + 1 != body.size()) return foreign("its tombstone carries a value");
+    }
+    auto const space = header.find(' ');
+    if (space == std::string_view::npos) return foreign("its header has no nonce");
+    std::uint64_t version = 0;
+    if (!parse_canonical_u64(header.substr(0, space), version) || version == 0)
+        return foreign("its version is not a decimal number from 1 to 2^64-1");
+    if (!is_nonce(header.substr(space + 1))) return foreign("its nonce is not lowercase hex");
+    out.version = version;
+    out.nonce = std::string(header.substr(space + 1));
+    out.live = live;
+    out.value = live ? std::string(body.substr(eol + 1)) : std::string();
+    return {};
+}
+
+// What a client last saw of a key: the store's version, the logical version under it, live or tombstone.
+struct kv_seen {
+    std::string store_version;
+    std::uint64_t version = 0;
+    bool live = true;
+};
+
+// The caller's condition on a put or an erase.
+struct kv_expect {
+    enum class kind { none, absent, version };
+    kind which = kind::none;
+    std::uint64_t version = 0;
+};
+
+enum class kv_op { put, erase, update };
+
+struct kv_action {
+    enum class type { read, write, wait, compute, done };
+    type what = type::done;
+    std::string body;                       // write
+    precondition pc = precondition::none(); // write
+    std::chrono::nanoseconds delay{0};      // wait
+    error_code ec;                          // done
+};
+
+struct kv_attempt {
+    std::string nonce;
+    std::uint64_t version = 0; // the logical version it writes
+    precondition pc = precondition::none();
+};
+
+// One kv write. `Retry` is the RetryPolicy (held by reference: copies share its budget).
+// `Rng` draws nonces and jitter. For `update`, a `compute` action hands the current value
+// (`current()`) to the caller, who answers with `on_computed`.
+template <class Retry, class Rng>
+class kv_write_machine {
+public:
+    // Rounds of "refused, read, write again" (put without condition, update) before the write
+    // reports contention; from the third on, after a jittered pause.
+    static constexpr unsigned max_contention_rounds = 64;
+    // Highest logical version: a key that reached it takes no more writes.
+    static constexpr std::uint64_t max_version = ~std::uint64_t(0);
+
+    kv_write_machine(kv_op op, std::string value, kv_expect expect, std::optional<kv_seen> known, Retry& retry, Rng& rng)
+        : op_(op), value_(std::move(value)), expect_(expect), known_(std::move(known)), retry_(retry), rng_(rng) {}
+
+    // The first step: one request when what this client saw last lets it name the version to
+    // replace (`matches` then checks that it still holds); a read first otherwise. A guess is
+    // never a verdict: a refusal of a write made on a guess is followed by a read.
+    kv_action start() {
+        using k = kv_expect::kind;
+        if (op_ == kv_op::update) return read();
+        if (expect_.which == k::version && expect_.version == 0) {
+            diag_.message = "version 0 names no value (versions start at 1)";
+            return done(errc::invalid_argument);
+        }
+        if (op_ == kv_op::put && !known_ && expect_.which == k::absent) return write_new(1, precondition::absent());
+        if (known_) {
+            bool const plausible = (expect_.which == k::none && (op_ == kv_op::put || known_->live)) ||
+                                   (expect_.which == k::absent && op_ == kv_op::put && !known_->live) ||
+                                   (expect_.which == k::version && known_->live && known_->version == expect_.version);
+            if (plausible && known_->version < max_version)
+                return write_new(known_->version + 1, precondition::matches(known_->store_version));
+        }
+        return read();
+    }
+
+    kv_action on_put(error_code ec, put_result const& r) {
+        ++requests_;
+        if (!ec) {
+            version_ = inflight_.version;
+            written_ = true;
+            seen_ = kv_seen{r.version, inflight_.version, op_ != kv_op::erase};
+            retry_.on_success(attempts_ + 1);
+            return done({});
+        }
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed || ec == errc::not_found) {
+            // Refused: the record is not what the write assumed. Contention counts only
+            // where the caller asked for no particular version (a version or absent
+            // condition gets its verdict from the next read).
+            if (expect_.which == kv_expect::kind::none && ++rounds_ > max_contention_rounds) {
+                diag_.message = "the record changed under " + std::to_string(max_contention_rounds) +
+                                " writes in a row (heavy contention on one key)";
+                return done(errc::precondition_failed);
+            }
+            if (rounds_ <= 2) {
+                if (r.current) return decide(*r.current);
+                return read();
+            }
+            // Many writers on one key: spread the next rounds out (full jitter, doubling, at most 1 s).
+            std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
+                std::chrono::milliseconds(5) * (1LL << std::min(rounds_ - 3, 8u)), std::chrono::seconds(1));
+            next_is_read_ = true;
+            kv_action a;
+            a.what = kv_action::type::wait;
+            a.delay = std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count())));
+            return a;
+        }
+        if (ec == boost::asio::error::operation_aborted) {
+            // Cancelled after it may have been sent: settle once, uncancellable, then report.
+            doubts_.in_doubt(inflight_);
+            stopping_ = true;
+            return read();
+        }
+        if (outcome_unknown(ec)) {
+            doubts_.in_doubt(inflight_);
+            return backoff(ec, /*always_read=*/true);
+        }
+        return backoff(ec, false);
+    }
+
+    kv_action on_get(error_code ec, get_result const& r) {
+        ++requests_;
+        if (ec) {
+            diag_ = r.diag;
+            if (stopping_) return give_up(ec);
+            return backoff(ec, false);
+        }
+        if (!r.found) return decide_absent();
+        return decide(*r.found);
+    }
+
+    kv_action on_wait() { return next_is_read_ ? read() : write_again(); }
+
+    // The caller's cancellation arrived at a wait: nothing more is written, and a write in doubt is settled first.
+    kv_action on_cancel() {
+        if (doubts_.empty()) return done(boost::asio::error::operation_aborted);
+        stopping_ = true;
+        return read();
+    }
+
+    // update: the new value, or nothing to leave the record as it is.
+    kv_action on_computed(std::optional<std::string> value) {
+        if (!value) {
+            version_ = current_live_ ? current_version_ : 0;
+            return done({});
+        }
+        value_ = std::move(*value);
+        return write_over_current();
+    }
+
+    // update, at a `compute` action: the current value (empty when the key is absent or erased)
+    // and its version.
+    std::optional<std::string> const& current() const noexcept { return current_value_; }
+    std::uint64_t current_version() const noexcept { return current_live_ ? current_version_ : 0; }
+
+    bool stopping() const noexcept { return stopping_; }
+    // The logical version written (or, when nothing needed writing, the one found).
+    std::uint64_t version() const noexcept { return version_; }
+    bool written() const noexcept { return written_; }
+    unsigned requests() const noexcept { return requests_; }
+    bool settled_by_read() const noexcept { return settled_; }
+    diagnostics const& diag() const noexcept { return diag_; }
+    // What to remember for this key after the call, if anything reliable is known.
+    std::optional<kv_seen> const& last_seen() const noexcept { return seen_; }
+
+private:
+    using kind = kv_expect::kind;
+
+    kv_action read() {
+        last_was_read_ = true;
+        kv_action a;
+        a.what = kv_action::type::read;
+        return a;
+    }
+
+    kv_action write_new(std::uint64_t version, precondition pc) {
+        inflight_ = kv_attempt{make_nonce(rng_), version, std::move(pc)};
+        return send_inflight();
+    }
+    kv_action write_again() {
+        inflight_.nonce = make_nonce(rng_);
+        return send_inflight();
+    }
+    kv_action send_inflight() {
+        last_was_read_ = false;
+        kv_action a;
+        a.what = kv_action::type::write;
+        a.body = encode_kv(inflight_.version, inflight_.nonce, op_ != kv_op::erase, value_);
+        a.pc = inflight_.pc;
+        return a;
+    }
+
+    // The next version over what the last read found (absent: version 1, written only if still absent).
+    kv_action write_over_current() {
+        if (!current_exists_) return write_new(1, precondition::absent());
+        if (current_version_ == max_version) {
+            diag_.message = "the key's version reached 2^64-1; it takes no more writes";
+            return done(errc::invalid_argument);
+        }
+        return write_new(current_version_ + 1, precondition::matches(current_store_version_));
+    }
+
+    kv_action done(error_code ec) {
+        kv_action a;
+        a.ec = ec;
+        // A refusal keeps what it read; other failures leave nothing reliable to remember.
+        if (ec && ec != errc::precondition_failed) seen_.reset();
+        return a;
+    }
+
+    kv_action give_up(error_code ec) {
+        if (doubts_.empty()) return done(ec);
+        diag_.message = "a write of this call may have landed and reading the record back failed (" +
+                        error_code(ec).message() + ")";
+        return done(errc::unknown_outcome);
+    }
+
+    // A stopped call reports why it stopped, unless a write of it may still land: then its fate is unknown.
+    kv_action stop() {
+        if (!doubts_.empty() && stop_reason_ != boost::asio::error::operation_aborted) {
+            diag_.message = "a write of this call may still land (it waits in the network on a version that still holds)";
+            return done(errc::unknown_outcome);
+        }
+        return done(stop_reason_);
+    }
+
+    // Waits per the retry policy, then reads (to settle, or after a failed read) or writes again.
+    kv_action backoff(error_code ec, bool always_read) {
+        ++attempts_;
+        auto const d = retry_.on_failure(ec, attempts_, uniform());
+        next_is_read_ = always_read || !doubts_.empty() || last_was_read_;
+        if (d.retry) {
+            kv_action a;
+            a.what = kv_action::type::wait;
+            a.delay = std::clamp(d.delay, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
+            return a;
+        }
+        if (!doubts_.empty() && !stopping_) {
+            // Out of retries with a write in doubt: one last read settles it; if it did not
+            // land, the caller is told this failure.
+            stopping_ = true;
+            stop_reason_ = ec;
+            return read();
+        }
+        return give_up(ec);
+    }
+
+    // Forgets the writes in doubt that can no longer land: each was conditional on a version
+    // the record no longer has (`matches` of another version, or `absent` once the key exists;
+    // tombstones keep it existing).
+    void prune_doubts(std::optional<std::string> const& store_version) {
+        doubts_.keep_if([&](kv_attempt const& a) {
+            return store_version ? a.pc.which() == precondition::kind::matches && a.pc.version() == *store_version
+                                 : a.pc.which() == precondition::kind::absent;
+        });
+    }
+
+    kv_action refuse(std::uint64_t found_version, bool live) {
+        diag_.clear();
+        auto const shown = [](std::uint64_t v, bool l) { return l ? "version " + std::to_string(v) : std::string("no value"); };
+        std::string expected = expect_.which == kind::absent ? std::string("no value") : "version " + std::to_string(expect_.version);
+        diag_.message = "expected " + expected + ", found " + shown(found_version, live);
+        current_version_ = found_version;
+        current_live_ = live;
+        return done(errc::precondition_failed);
+    }
+
+    kv_action decide_absent() {
+        prune_doubts(std::nullopt);
+        if (stopping_) return stop();
+        seen_.reset();
+        current_exists_ = false;
+        current_live_ = false;
+        current_version_ = 0;
+        current_value_.reset();
+        switch (op_) {
+        case kv_op::update:
+            return compute();
+        case kv_op::erase:
+            if (expect_.which == kind::version) return refuse(0, false);
+            return done({}); // nothing to erase
+        case kv_op::put:
+            if (expect_.which == kind::version) return refuse(0, false);
+            return write_over_current();
+        }
+        return done({});
+    }
+
+    // The record as it is now decides: a write of ours landed, the condition fails, or write over it.
+    kv_action decide(record const& found) {
+        kv_body b;
+        diagnostics d;
+        if (auto ec = decode_kv(found.body, b, d)) {
+            diag_ = d;
+            diag_.message += " (key " + found.key + ")";
+            return done(ec);
+        }
+        seen_ = kv_seen{found.version, b.version, b.live};
+        if (auto mine = doubts_.landed(b.nonce)) {
+            settled_ = true;
+            written_ = true;
+            version_ = mine->version;
+            retry_.on_success(attempts_ + 1);
+            return done({});
+        }
+        prune_doubts(found.version);
+        if (stopping_) return stop();
+        current_exists_ = true;
+        current_store_version_ = found.version;
+        current_version_ = b.version;
+        current_live_ = b.live;
+        if (b.live) current_value_ = std::move(b.value);
+        else current_value_.reset();
+        switch (op_) {
+        case kv_op::update:
+            return compute();
+        case kv_op::erase:
+            if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
+            if (!b.live) {
+                version_ = b.version;
+                return done({}); // already erased
+            }
+            return write_over_current();
+        case kv_op::put:
+            if (expect_.which == kind::absent && b.live) return refuse(b.version, b.live);
+            if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
+            return write_over_current();
+        }
+        return done({});
+    }
+
+    kv_action compute() {
+        kv_action a;
+        a.what = kv_action::type::compute;
+        return a;
+    }
+
+    double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+    kv_op op_;
+    std::string value_;
+    kv_expect expect_;
+    std::optional<kv_seen> known_;
+    Retry& retry_;
+    Rng& rng_;
+    kv_attempt inflight_;
+    settlement_ledger<kv_attempt> doubts_;
+    // What the last read found.
+    bool current_exists_ = false;
+    bool current_live_ = false;
+    std::string current_store_version_;
+    std::uint64_t current_version_ = 0;
+    std::optional<std::string> current_value_;
+
+    std::uint64_t version_ = 0;
+    std::optional<kv_seen> seen_;
+    unsigned attempts_ = 0;
+    unsigned rounds_ = 0;
+    unsigned requests_ = 0;
+    bool written_ = false;
+    bool next_is_read_ = false;
+    bool last_was_read_ = false;
+    bool stopping_ = false;
+    error_code stop_reason_ = boost::asio::error::operation_aborted; // what a stopped write that did not land reports
+    bool settled_ = false;
+    diagnostics diag_;
+};
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,380 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+// The versioned key-value store: the record format, conditions and their
+// costs in requests, tombstones, read-modify-write under contention, and
+// ambiguous answers settled by reading back (memory store, sim kit faults).
+
+#include <baton/backend/memory.hpp>
+#include <baton/kv.hpp>
+#include <baton/sim.hpp>
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace sim = baton::sim;
+using namespace std::chrono_literals;
+using baton::errc;
+using baton::error_code;
+using baton::kv_condition;
+
+using memory_kv = baton::basic_kv<baton::memory_backend>;
+using faulty_store = sim::faulty_backend<baton::memory_backend>;
+using faulty_kv = baton::basic_kv<faulty_store, sim::manual_clock>;
+
+struct write_outcome {
+    bool done = false;
+    error_code ec;
+    baton::kv_write_result r;
+};
+
+void drain(asio::io_context& ioc) {
+    ioc.restart();
+    ioc.run();
+}
+
+write_outcome put(asio::io_context& ioc, memory_kv& kv, std::string key, std::string value, kv_condition c = kv_condition::none()) {
+    write_outcome o;
+    kv.async_put(std::move(key), std::move(value), c, [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+    drain(ioc);
+    return o;
+}
+
+write_outcome erase(asio::io_context& ioc, memory_kv& kv, std::string key, kv_condition c = kv_condition::none()) {
+    write_outcome o;
+    kv.async_erase(std::move(key), c, [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+    drain(ioc);
+    return o;
+}
+
+std::optional<baton::kv_entry> get(asio::io_context& ioc, memory_kv& kv, std::string key, error_code* ec_out = nullptr) {
+    std::optional<baton::kv_entry> out;
+    error_code got;
+    kv.async_get(std::move(key), [&](error_code ec, std::optional<baton::kv_entry> e) {
+        got = ec;
+        out = std::move(e);
+    });
+    drain(ioc);
+    if (ec_out) *ec_out = got;
+    else REQUIRE_FALSE(got);
+    return out;
+}
+
+// An update that adds one to a decimal counter (absent counts as 0).
+struct increment {
+    std::optional<std::string> operator()(std::optional<baton::kv_entry> const& cur) const {
+        return std::to_string((cur ? std::stoull(cur->value) : 0) + 1);
+    }
+};
+
+} // namespace
+
+TEST_SUITE("kv") {
+
+TEST_CASE("the record format round-trips any bytes, marks tombstones, and refuses what it did not write") {
+    using baton::detail::decode_kv;
+    using baton::detail::encode_kv;
+    static constexpr char raw[] = "a\nb\0\xff";
+    std::string const value(raw, sizeof raw - 1);
+    baton::detail::kv_body b;
+    baton::diagnostics d;
+    REQUIRE_FALSE(decode_kv(encode_kv(18446744073709551615ull, "00ff", true, value), b, d));
+    CHECK(b.version == 18446744073709551615ull);
+    CHECK(b.live);
+    CHECK(b.nonce == "00ff");
+    CHECK(b.value == value);
+
+    auto const tomb = encode_kv(7, "abc", false, "ignored");
+    CHECK(tomb == "baton-kv 1 7 abc tombstone\n");
+    REQUIRE_FALSE(decode_kv(tomb, b, d));
+    CHECK_FALSE(b.live);
+    CHECK(b.version == 7);
+    CHECK(b.value.empty());
+
+    for (std::string bad : {"", "value", "baton-kv 1 ", "baton-kv 1 1 ab", "baton-kv 2 1 ab\nv", "baton-kv 1 0 ab\nv",
+                            "baton-kv 1 01 ab\nv", "baton-kv 1 18446744073709551616 ab\nv", "baton-kv 1 1 AB\nv",
+                            "baton-kv 1 1\nv", "baton-kv 1 1 ab tombstone\nv", "baton-kv 1 1 ab dead\n",
+                            "baton-fenced 1 1 ab\nv"}) {
+        CAPTURE(bad);
+        d.clear();
+        CHECK(decode_kv(bad, b, d) == errc::foreign_record);
+        CHECK(d.message.rfind("not a kv record", 0) == 0);
+    }
+}
+
+TEST_CASE("conditions hold or fail with the current version; a version this client read costs one request") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_kv a(ioc.get_executor(), store), b(ioc.get_executor(), store);
+
+    auto w = put(ioc, a, "cfg", "one", kv_condition::absent());
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.version == 1);
+    CHECK(w.r.written);
+    CHECK(w.r.requests == 1); // a new key: one write conditional on absence
+
+    w = put(ioc, a, "cfg", "two");
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.version == 2);
+    CHECK(w.r.requests == 1); // this client wrote version 1: it names it
+
+    w = put(ioc, b, "cfg", "again?", kv_condition::absent());
+    CHECK(w.ec == errc::precondition_failed);
+    CHECK(w.r.current_version == 2);
+    CHECK(w.r.diag.message == "expected no value, found version 2");
+
+    auto e = get(ioc, b, "cfg");
+    REQUIRE(e);
+    CHECK(e->value == "two");
+    CHECK(e->version == 2);
+    w = put(ioc, b, "cfg", "three", kv_condition::version(2));
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.version == 3);
+    CHECK(w.r.requests == 1); // read-then-write costs one write after the read
+
+    // `a` still believes version 2: its conditional write is refused by the store, and the
+    // verdict comes from a fresh read, never from its cache.
+    w = put(ioc, a, "cfg", "stale", kv_condition::version(2));
+    CHECK(w.ec == errc::precondition_failed);
+    CHECK(w.ec == baton::condition::contention);
+    CHECK(w.r.current_version == 3);
+    CHECK(w.r.requests == 1); // the refusal carries the current record (the memory store's do, as DynamoDB's)
+    // And a version `a` never saw is checked against the store, not against its cache.
+    w = put(ioc, a, "cfg", "four", kv_condition::version(3));
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.version == 4);
+    CHECK(get(ioc, b, "cfg")->value == "four");
+
+    w = put(ioc, a, "cfg", "x", kv_condition::version(0));
+    CHECK(w.ec == errc::invalid_argument);
+    CHECK(w.r.requests == 0);
+}
+
+TEST_CASE("erase leaves a tombstone: versions keep rising, and a stale writer cannot bring the key back") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_kv a(ioc.get_executor(), store), stale(ioc.get_executor(), store);
+    REQUIRE_FALSE(put(ioc, a, "job", "v1").ec);
+    REQUIRE(get(ioc, stale, "job")->version == 1);
+
+    auto w = erase(ioc, a, "job", kv_condition::version(1));
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.version == 2);
+    CHECK(w.r.written);
+    CHECK_FALSE(get(ioc, a, "job"));
+    CHECK(store.peek("job")->body.find(" tombstone\n") != std::string::npos);
+
+    // The stale writer's version 1 no longer names a value.
+    w = put(ioc, stale, "job", "resurrected?", kv_condition::version(1));
+    CHECK(w.ec == errc::precondition_failed);
+    CHECK(w.r.current_version == 0);
+    CHECK(w.r.diag.message == "expected version 1, found no value");
+    w = erase(ioc, stale, "job", kv_condition::version(1));
+    CHECK(w.ec == errc::precondition_failed);
+
+    // Erasing what is gone writes nothing; `absent` is not a condition for erase.
+    w = erase(ioc, stale, "job");
+    REQUIRE_FALSE(w.ec);
+    CHECK_FALSE(w.r.written);
+    CHECK(w.r.version == 2);
+    CHECK(erase(ioc, a, "job", kv_condition::absent()).ec == errc::invalid_argument);
+    w = erase(ioc, a, "never-written");
+    REQUIRE_FALSE(w.ec);
+    CHECK_FALSE(w.r.written);
+    CHECK(w.r.version == 0);
+
+    // Re-create: the version continues from the tombstone's.
+    memory_kv fresh(ioc.get_executor(), store);
+    w = put(ioc, fresh, "job", "v3", kv_condition::absent());
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.version == 3);
+    CHECK(w.r.requests == 2); // `absent` refused by the tombstone, then a write over it
+    w = put(ioc, stale, "job", "v4", kv_condition::absent());
+    CHECK(w.ec == errc::precondition_failed); // `stale` saw the tombstone; the store knows better
+    CHECK(w.r.current_version == 3);
+    auto e = get(ioc, a, "job");
+    REQUIRE(e);
+    CHECK(e->version == 3);
+    CHECK(e->value == "v3");
+}
+
+TEST_CASE("update: concurrent read-modify-writes from several clients are each applied exactly once") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    std::vector<memory_kv> clients;
+    for (int i = 0; i < 4; ++i) clients.emplace_back(ioc.get_executor(), store);
+    int const updates = 200;
+    int succeeded = 0;
+    unsigned requests = 0;
+    for (int i = 0; i < updates; ++i)
+        clients[static_cast<std::size_t>(i) % clients.size()].async_update("counter", increment{}, [&](error_code ec, baton::kv_write_result r) {
+            CHECK_FALSE(ec);
+            if (!ec) ++succeeded;
+            requests += r.requests;
+        });
+    drain(ioc);
+    CHECK(succeeded == updates);
+    auto e = get(ioc, clients[0], "counter");
+    REQUIRE(e);
+    CHECK(e->value == std::to_string(updates));
+    CHECK(e->version == static_cast<std::uint64_t>(updates));
+    MESSAGE("requests per update under 200-way contention on the memory store: ", double(requests) / updates);
+
+    // An update that changes nothing writes nothing.
+    write_outcome o;
+    clients[1].async_update("counter", [](std::optional<baton::kv_entry> const&) { return std::optional<std::string>(); },
+                            [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+    drain(ioc);
+    REQUIRE_FALSE(o.ec);
+    CHECK_FALSE(o.r.written);
+    CHECK(o.r.version == static_cast<std::uint64_t>(updates));
+    CHECK(o.r.requests == 1);
+}
+
+TEST_CASE("a key holding something else is foreign_record everywhere and is left alone") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    store.async_put("cfg", "plain text", baton::precondition::none(), [](error_code ec, baton::put_result) { REQUIRE_FALSE(ec); });
+    drain(ioc);
+    memory_kv kv(ioc.get_executor(), store);
+    error_code ec;
+    CHECK_FALSE(get(ioc, kv, "cfg", &ec));
+    CHECK(ec == errc::foreign_record);
+    CHECK(put(ioc, kv, "cfg", "overwrite?").ec == errc::foreign_record);
+    CHECK(erase(ioc, kv, "cfg").ec == errc::foreign_record);
+    write_outcome o;
+    kv.async_update("cfg", increment{}, [&](error_code e, baton::kv_write_result r) { o = {true, e, std::move(r)}; });
+    drain(ioc);
+    CHECK(o.ec == errc::foreign_record);
+    CHECK(o.r.diag.message.find("(key cfg)") != std::string::npos);
+    CHECK(store.peek("cfg")->body == "plain text");
+
+    // Bad keys and oversized values are refused by the store; nothing is written.
+    CHECK(put(ioc, kv, "", "v").ec == errc::invalid_argument);
+    CHECK(put(ioc, kv, "big", std::string(baton::memory_backend_params{}.max_body_bytes, 'x')).ec == errc::invalid_argument);
+    CHECK_FALSE(store.peek("big"));
+}
+
+TEST_CASE("list: keys with values, in order, with their versions; erased keys left out; pages") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_kv kv(ioc.get_executor(), store);
+    for (auto k : {"app/a", "app/b", "app/c", "app/d", "other"}) REQUIRE_FALSE(put(ioc, kv, k, std::string("v-") + k).ec);
+    REQUIRE_FALSE(put(ioc, kv, "app/c", "v2").ec);
+    REQUIRE_FALSE(erase(ioc, kv, "app/b").ec);
+
+    auto list = [&](std::string after, std::size_t limit) {
+        baton::kv_list_page page;
+        error_code got;
+        kv.async_list("app/", std::move(after), limit, [&](error_code ec, baton::kv_list_page p) {
+            got = ec;
+            page = std::move(p);
+        });
+        drain(ioc);
+        REQUIRE_FALSE(got);
+        return page;
+    };
+    auto all = list("", 100);
+    REQUIRE(all.entries.size() == 3);
+    CHECK(all.entries[0].key == "app/a");
+    CHECK(all.entries[1].key == "app/c");
+    CHECK(all.entries[1].entry.value == "v2");
+    CHECK(all.entries[1].entry.version == 2);
+    CHECK(all.entries[2].key == "app/d");
+    CHECK_FALSE(all.truncated);
+
+    auto first = list("", 2); // app/a and app/b (erased): one entry, more to come
+    REQUIRE(first.entries.size() == 1);
+    CHECK(first.truncated);
+    CHECK(first.next_after == "app/b");
+    auto rest = list(first.next_after, 2);
+    REQUIRE(rest.entries.size() == 2);
+    CHECK(rest.entries[0].key == "app/c");
+}
+
+TEST_CASE("ambiguous answers are settled by reading back: an update is applied once, and reported once") {
+    sim::scheduler sched(7);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 8, sim::fault_profile::none());
+    faulty_kv kv(sched.get_executor(), net);
+    auto update = [&] {
+        write_outcome o;
+        kv.async_update("n", increment{}, [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+        sched.run_for(60s);
+        REQUIRE(o.done);
+        return o;
+    };
+    REQUIRE_FALSE(update().ec);
+
+    net.inject_next(sim::fault_kind::pass);          // the read
+    net.inject_next(sim::fault_kind::drop_response); // the write: applied, the answer lost
+    auto o = update();
+    REQUIRE_FALSE(o.ec);
+    CHECK(o.r.settled_by_read);
+    CHECK(o.r.version == 2);
+
+    net.inject_next(sim::fault_kind::pass);
+    net.inject_next(sim::fault_kind::server_error_applied);
+    o = update();
+    REQUIRE_FALSE(o.ec);
+    CHECK(o.r.settled_by_read);
+
+    net.inject_next(sim::fault_kind::pass);
+    net.inject_next(sim::fault_kind::server_error_lost); // not applied: read back, compute again, write
+    o = update();
+    REQUIRE_FALSE(o.ec);
+    CHECK_FALSE(o.r.settled_by_read);
+
+    auto const body = net.inner().peek("n")->body;
+    CHECK(body.find("\n4") != std::string::npos);
+    CHECK(body.rfind("baton-kv 1 4 ", 0) == 0);
+}
+
+TEST_CASE("cancelling an update in its backoff writes nothing more; a write already sent is settled first") {
+    sim::scheduler sched(9);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 10, sim::fault_profile::none());
+    faulty_kv kv(sched.get_executor(), net);
+    asio::cancellation_signal cancel;
+    write_outcome o;
+
+    net.inject_next(sim::fault_kind::pass);
+    net.inject_next(sim::fault_kind::unavailable); // 503: not applied; a backoff follows
+    kv.async_update("n", increment{}, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, baton::kv_write_result r) {
+                        o = {true, ec, std::move(r)};
+                    }));
+    sched.run_for(20ms);
+    REQUIRE_FALSE(o.done);
+    cancel.emit(asio::cancellation_type::terminal);
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    CHECK(o.ec == asio::error::operation_aborted);
+    CHECK_FALSE(net.inner().peek("n"));
+
+    // A write whose answer is lost, then cancelled while its settlement waits: the read decides.
+    net.inject_next(sim::fault_kind::pass);
+    net.inject_next(sim::fault_kind::drop_response);
+    o = {};
+    kv.async_update("n", increment{}, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, baton::kv_write_result r) {
+                        o = {true, ec, std::move(r)};
+                    }));
+    sched.run_for(2500ms); // the write timed out; its settling read waits for a backoff
+    cancel.emit(asio::cancellation_type::terminal);
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    CHECK_FALSE(o.ec);
+    CHECK(o.r.settled_by_read);
+    CHECK(net.inner().peek("n")->body.rfind("baton-kv 1 1 ", 0) == 0);
+}
+
+} // TEST_SUITE
