@@ -59,7 +59,14 @@
 
 namespace baton {
 
-/// The condition a kv `put` or `erase` holds to: applied only if it holds when the store writes.
+/** The condition a kv write holds to: applied only if it holds when the store writes.
+
+    A condition may also carry a fencing token (`with_fence`): the key keeps
+    the highest token a write carried, and a write with a lower one is
+    refused by the store's conditional write (`errc::fenced`), so a lease
+    holder that was taken over cannot overwrite its successor's writes.
+    Writes without a token keep the key's fence as it is.
+*/
 class kv_condition {
 public:
     /// Which condition.
@@ -76,18 +83,28 @@ public:
     /// Only if the key's value has version `v` (versions start at 1).
     static kv_condition version(std::uint64_t v) noexcept { return kv_condition{kind::version, v}; }
 
+    /// This condition, and also: refused when the key accepted a fencing token above `token`.
+    kv_condition with_fence(std::uint64_t token) const noexcept {
+        kv_condition c = *this;
+        c.fence_ = token;
+        return c;
+    }
+
     /// Which condition this is.
     kind which() const noexcept { return kind_; }
     /// The version named by `version(v)`; 0 otherwise.
     std::uint64_t version() const noexcept { return version_; }
+    /// The fencing token the write carries, if any.
+    std::optional<std::uint64_t> fence() const noexcept { return fence_; }
 
-    /// Two conditions are equal when they name the same condition.
+    /// Two conditions are equal when they name the same condition and token.
     friend bool operator==(kv_condition const&, kv_condition const&) = default;
 
 private:
     kv_condition(kind k, std::uint64_t v) noexcept : kind_(k), version_(v) {}
     kind kind_;
     std::uint64_t version_;
+    std::optional<std::uint64_t> fence_;
 };
 
 /// A value as read, with its logical version.
@@ -96,6 +113,8 @@ struct kv_entry {
     std::string value;
     /// Its version: 1 for the first write of a key, one more for each write after (erases included).
     std::uint64_t version = 0;
+    /// The highest fencing token a write to the key carried (0: none).
+    std::uint64_t fence = 0;
 };
 
 /// What a kv write (`put`, `erase`, `update`) reports.
@@ -107,6 +126,8 @@ struct kv_write_result {
     bool written = false;
     /// On `errc::precondition_failed` from a condition: the version the key has (0: no value).
     std::uint64_t current_version = 0;
+    /// On `errc::fenced`: the token the key had accepted, above the write's.
+    std::uint64_t winning_token = 0;
     /// Requests sent (reads included).
     unsigned requests = 0;
     /// True when the write's answer was lost or ambiguous and reading the record back showed it had landed.
@@ -195,7 +216,9 @@ public:
         `errc::precondition_failed` (the condition does not hold:
         `current_version` tells what the key has; or, with `none`, the record
         changed under `max_contention_rounds` writes in a row);
-        `errc::foreign_record` (nothing is overwritten); `errc::unknown_outcome`
+        `errc::fenced` (the condition's fencing token is below one the key
+        accepted: `winning_token` names it); `errc::foreign_record` (nothing
+        is overwritten); `errc::unknown_outcome`
         (a write may have landed and reading back failed, or it may still land);
         `errc::invalid_argument` (`version(0)`, a bad key, a value over the
         store's limit: nothing is written); store errors once the retry policy
@@ -214,7 +237,7 @@ public:
         return start_write(detail::kv_op::put, std::move(key), std::move(value), cond, no_update{}, std::forward<Token>(tok));
     }
 
-    /** Erases `key` if `cond` (`none` or `version(v)`) holds, leaving a tombstone.
+    /** Erases `key` if `cond` (`none` or `version(v)`, with or without a fence) holds, leaving a tombstone.
 
         An erase of a key without value succeeds without writing (`written`
         false). Errors and cancellation as `async_put`; `absent` is
@@ -234,7 +257,8 @@ public:
         `fn` is called as `std::optional<std::string>(std::optional<kv_entry> const&)`,
         with the current value (empty when the key has none), on this
         operation's executor, once per round; it returns the new value, or
-        nothing to leave the key as it is. It may run several times and
+        nothing to leave the key as it is. `cond` is `none`, with or without
+        a fencing token (`errc::invalid_argument` otherwise). It may run several times and
         must not assume that the value it returns is written until the
         operation succeeds. Under contention, rounds after the second wait
         a jittered, doubling pause (at most 1 s); after
@@ -247,6 +271,14 @@ public:
     template <class Fn, class Token = boost::asio::deferred_t>
         requires std::invocable<Fn&, std::optional<kv_entry> const&> &&
                  std::convertible_to<std::invoke_result_t<Fn&, std::optional<kv_entry> const&>, std::optional<std::string>>
+    auto async_update(std::string key, Fn fn, kv_condition cond, Token&& tok = {}) {
+        return start_write(detail::kv_op::update, std::move(key), std::string(), cond, std::move(fn), std::forward<Token>(tok));
+    }
+
+    /// `async_update(key, fn, kv_condition::none(), tok)`.
+    template <class Fn, class Token = boost::asio::deferred_t>
+        requires(!std::same_as<std::decay_t<Token>, kv_condition>) && std::invocable<Fn&, std::optional<kv_entry> const&> &&
+                std::convertible_to<std::invoke_result_t<Fn&, std::optional<kv_entry> const&>, std::optional<std::string>>
     auto async_update(std::string key, Fn fn, Token&& tok = {}) {
         return start_write(detail::kv_op::update, std::move(key), std::string(), kv_condition::none(), std::move(fn),
                            std::forward<Token>(tok));
@@ -298,6 +330,7 @@ private:
                   : cond.which() == kv_condition::kind::absent ? detail::kv_expect::kind::absent
                                                                : detail::kv_expect::kind::version;
         e.version = cond.version();
+        e.fence = cond.fence();
         return boost::asio::async_compose<Token, void(error_code, kv_write_result)>(
             write_op<Fn>{st_, op, std::move(key), std::move(value), e, std::move(fn), nullptr, nullptr}, tok, st_->ex);
     }
@@ -319,6 +352,11 @@ private:
             if (op == detail::kv_op::erase && expect.which == detail::kv_expect::kind::absent) {
                 kv_write_result r;
                 r.diag.message = "an erase takes no 'absent' condition (none or version(v))";
+                return self.complete(errc::invalid_argument, std::move(r));
+            }
+            if (op == detail::kv_op::update && expect.which != detail::kv_expect::kind::none) {
+                kv_write_result r;
+                r.diag.message = "an update takes no 'absent' or 'version' condition (its function sees the value)";
                 return self.complete(errc::invalid_argument, std::move(r));
             }
             m = std::make_unique<machine>(op, std::move(value), expect, st->versions.find(key), st->retry, st->rng);
@@ -356,7 +394,7 @@ private:
                 if (a.what != t::done && a.what != t::read && cancelled(self) && !m->stopping()) a = m->on_cancel();
                 if (a.what != t::compute) break;
                 std::optional<kv_entry> current;
-                if (m->current()) current = kv_entry{*m->current(), m->current_version()};
+                if (m->current()) current = kv_entry{*m->current(), m->current_version(), m->current_fence()};
                 a = m->on_computed(fn(std::as_const(current)));
             }
             // `self` holds this op: copy what the call needs before moving it.
@@ -382,6 +420,7 @@ private:
             res.version = a.ec ? 0 : m->version();
             res.written = !a.ec && m->written();
             if (a.ec == errc::precondition_failed) res.current_version = m->current_version();
+            if (a.ec == errc::fenced) res.winning_token = m->winning_token();
             res.requests = m->requests();
             res.settled_by_read = m->settled_by_read();
             if (a.ec) res.diag = m->diag();
@@ -399,8 +438,8 @@ private:
             d.message += " (key " + found.key + ")";
             return ec;
         }
-        seen = detail::kv_seen{found.version, b.version, b.live};
-        if (b.live) out = kv_entry{std::move(b.value), b.version};
+        seen = detail::kv_seen{found.version, b.version, b.live, b.fence};
+        if (b.live) out = kv_entry{std::move(b.value), b.version, b.fence};
         return {};
     }
 

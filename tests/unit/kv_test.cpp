@@ -88,22 +88,35 @@ TEST_CASE("the record format round-trips any bytes, marks tombstones, and refuse
     std::string const value(raw, sizeof raw - 1);
     baton::detail::kv_body b;
     baton::diagnostics d;
-    REQUIRE_FALSE(decode_kv(encode_kv(18446744073709551615ull, "00ff", true, value), b, d));
+    REQUIRE_FALSE(decode_kv(encode_kv(18446744073709551615ull, "00ff", 0, true, value), b, d));
     CHECK(b.version == 18446744073709551615ull);
     CHECK(b.live);
     CHECK(b.nonce == "00ff");
     CHECK(b.value == value);
 
-    auto const tomb = encode_kv(7, "abc", false, "ignored");
+    CHECK(b.fence == 0);
+
+    auto const tomb = encode_kv(7, "abc", 0, false, "ignored");
     CHECK(tomb == "baton-kv 1 7 abc tombstone\n");
     REQUIRE_FALSE(decode_kv(tomb, b, d));
     CHECK_FALSE(b.live);
     CHECK(b.version == 7);
     CHECK(b.value.empty());
 
+    auto const fenced = encode_kv(3, "abc", 42, true, "v");
+    CHECK(fenced == "baton-kv 1 3 abc fence=42\nv");
+    REQUIRE_FALSE(decode_kv(fenced, b, d));
+    CHECK(b.fence == 42);
+    CHECK(b.value == "v");
+    REQUIRE_FALSE(decode_kv(encode_kv(4, "abc", 42, false, ""), b, d));
+    CHECK(b.fence == 42);
+    CHECK_FALSE(b.live);
+
     for (std::string bad : {"", "value", "baton-kv 1 ", "baton-kv 1 1 ab", "baton-kv 2 1 ab\nv", "baton-kv 1 0 ab\nv",
                             "baton-kv 1 01 ab\nv", "baton-kv 1 18446744073709551616 ab\nv", "baton-kv 1 1 AB\nv",
                             "baton-kv 1 1\nv", "baton-kv 1 1 ab tombstone\nv", "baton-kv 1 1 ab dead\n",
+                            "baton-kv 1 1 ab fence=0\nv", "baton-kv 1 1 ab fence=x\nv", "baton-kv 1 1 ab fence=\nv",
+                            "baton-kv 1 1 ab tombstone fence=2\n",
                             "baton-fenced 1 1 ab\nv"}) {
         CAPTURE(bad);
         d.clear();
@@ -239,6 +252,53 @@ TEST_CASE("update: concurrent read-modify-writes from several clients are each a
     CHECK_FALSE(o.r.written);
     CHECK(o.r.version == static_cast<std::uint64_t>(updates));
     CHECK(o.r.requests == 1);
+}
+
+TEST_CASE("fenced writes: the key keeps the highest token, and the store refuses a lower one") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_kv old_holder(ioc.get_executor(), store), new_holder(ioc.get_executor(), store);
+    auto w = put(ioc, old_holder, "ckpt", "100", kv_condition::none().with_fence(1));
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.requests == 2);
+    w = put(ioc, old_holder, "ckpt", "150", kv_condition::none().with_fence(1));
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.requests == 1); // same token, version known: one write
+
+    REQUIRE_FALSE(put(ioc, new_holder, "ckpt", "200", kv_condition::none().with_fence(2)).ec);
+    // An unfenced write keeps the fence as it is.
+    REQUIRE_FALSE(put(ioc, new_holder, "ckpt", "210").ec);
+    auto e = get(ioc, new_holder, "ckpt");
+    REQUIRE(e);
+    CHECK(e->fence == 2);
+    CHECK(e->version == 4);
+
+    // The old holder's cache names version 2: the store refuses its write, and the verdict is fenced.
+    w = put(ioc, old_holder, "ckpt", "stale", kv_condition::none().with_fence(1));
+    CHECK(w.ec == errc::fenced);
+    CHECK(w.r.winning_token == 2);
+    CHECK(w.r.diag.message == "token 1 is below token 2 already accepted for this key");
+    // Conditions and fences together; erase and update are fenced too; the fence survives a tombstone.
+    CHECK(put(ioc, old_holder, "ckpt", "stale", kv_condition::version(4).with_fence(1)).ec == errc::fenced);
+    CHECK(erase(ioc, old_holder, "ckpt", kv_condition::none().with_fence(1)).ec == errc::fenced);
+    write_outcome o;
+    old_holder.async_update("ckpt", increment{}, kv_condition::none().with_fence(1),
+                            [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+    drain(ioc);
+    CHECK(o.ec == errc::fenced);
+    CHECK(get(ioc, old_holder, "ckpt")->value == "210");
+    REQUIRE_FALSE(erase(ioc, new_holder, "ckpt", kv_condition::version(4).with_fence(2)).ec);
+    CHECK(put(ioc, old_holder, "ckpt", "back?", kv_condition::absent().with_fence(1)).ec == errc::fenced);
+    w = put(ioc, new_holder, "ckpt", "300", kv_condition::absent().with_fence(3));
+    REQUIRE_FALSE(w.ec);
+    CHECK(w.r.version == 6);
+    CHECK(get(ioc, old_holder, "ckpt")->fence == 3);
+
+    o = {};
+    old_holder.async_update("ckpt", increment{}, kv_condition::version(6),
+                            [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+    drain(ioc);
+    CHECK(o.ec == errc::invalid_argument);
 }
 
 TEST_CASE("a key holding something else is foreign_record everywhere and is left alone") {

@@ -28,25 +28,32 @@
 
 namespace baton::detail {
 
-// "baton-kv 1 <version> <nonce>\n<value bytes>" for a value,
-// "baton-kv 1 <version> <nonce> tombstone\n" for an erased key.
+// "baton-kv 1 <version> <nonce>[ fence=<token>]\n<value bytes>" for a value,
+// "baton-kv 1 <version> <nonce>[ fence=<token>] tombstone\n" for an erased key. The fence is
+// the highest fencing token a write to the key carried (absent: none yet).
 inline constexpr std::string_view kv_magic = "baton-kv 1 ";
 inline constexpr std::string_view kv_tombstone_mark = " tombstone";
+inline constexpr std::string_view kv_fence_mark = " fence=";
 
 struct kv_body {
     std::uint64_t version = 0;
     std::string nonce;
+    std::uint64_t fence = 0;
     bool live = true;
     std::string value;
 };
 
-inline std::string encode_kv(std::uint64_t version, std::string_view nonce, bool live, std::string_view value) {
+inline std::string encode_kv(std::uint64_t version, std::string_view nonce, std::uint64_t fence, bool live, std::string_view value) {
     std::string s;
-    s.reserve(kv_magic.size() + 21 + nonce.size() + kv_tombstone_mark.size() + 1 + value.size());
+    s.reserve(kv_magic.size() + 21 + nonce.size() + kv_fence_mark.size() + 20 + kv_tombstone_mark.size() + 1 + value.size());
     s += kv_magic;
     s += std::to_string(version);
     s += ' ';
     s += nonce;
+    if (fence != 0) {
+        s += kv_fence_mark;
+        s += std::to_string(fence);
+    }
     if (!live) s += kv_tombstone_mark;
     s += '\n';
     if (live) s += value;
@@ -69,6 +76,12 @@ inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d)
         header.remove_suffix(kv_tombstone_mark.size());
         if (eol + 1 != body.size()) return foreign("its tombstone carries a value");
     }
+    std::uint64_t fence = 0;
+    if (auto const at = header.find(kv_fence_mark); at != std::string_view::npos) {
+        if (!parse_canonical_u64(header.substr(at + kv_fence_mark.size()), fence) || fence == 0)
+            return foreign("its fence is not a decimal number from 1 to 2^64-1");
+        header = header.substr(0, at);
+    }
     auto const space = header.find(' ');
     if (space == std::string_view::npos) return foreign("its header has no nonce");
     std::uint64_t version = 0;
@@ -77,6 +90,7 @@ inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d)
     if (!is_nonce(header.substr(space + 1))) return foreign("its nonce is not lowercase hex");
     out.version = version;
     out.nonce = std::string(header.substr(space + 1));
+    out.fence = fence;
     out.live = live;
     out.value = live ? std::string(body.substr(eol + 1)) : std::string();
     return {};
@@ -87,6 +101,7 @@ struct kv_seen {
     std::string store_version;
     std::uint64_t version = 0;
     bool live = true;
+    std::uint64_t fence = 0;
 };
 
 // The caller's condition on a put or an erase.
@@ -94,6 +109,8 @@ struct kv_expect {
     enum class kind { none, absent, version };
     kind which = kind::none;
     std::uint64_t version = 0;
+    // A fencing token the write carries: refused (errc::fenced) when the key accepted a higher one.
+    std::optional<std::uint64_t> fence;
 };
 
 enum class kv_op { put, erase, update };
@@ -110,6 +127,7 @@ struct kv_action {
 struct kv_attempt {
     std::string nonce;
     std::uint64_t version = 0; // the logical version it writes
+    std::uint64_t fence = 0;   // the fence it writes
     precondition pc = precondition::none();
 };
 
@@ -138,13 +156,14 @@ public:
             diag_.message = "version 0 names no value (versions start at 1)";
             return done(errc::invalid_argument);
         }
-        if (op_ == kv_op::put && !known_ && expect_.which == k::absent) return write_new(1, precondition::absent());
+        if (op_ == kv_op::put && !known_ && expect_.which == k::absent) return write_new(1, fence_over(0), precondition::absent());
         if (known_) {
             bool const plausible = (expect_.which == k::none && (op_ == kv_op::put || known_->live)) ||
                                    (expect_.which == k::absent && op_ == kv_op::put && !known_->live) ||
                                    (expect_.which == k::version && known_->live && known_->version == expect_.version);
-            if (plausible && known_->version < max_version)
-                return write_new(known_->version + 1, precondition::matches(known_->store_version));
+            bool const fence_ok = !expect_.fence || known_->fence <= *expect_.fence;
+            if (plausible && fence_ok && known_->version < max_version)
+                return write_new(known_->version + 1, fence_over(known_->fence), precondition::matches(known_->store_version));
         }
         return read();
     }
@@ -154,7 +173,7 @@ public:
         if (!ec) {
             version_ = inflight_.version;
             written_ = true;
-            seen_ = kv_seen{r.version, inflight_.version, op_ != kv_op::erase};
+            seen_ = kv_seen{r.version, inflight_.version, op_ != kv_op::erase, inflight_.fence};
             retry_.on_success(attempts_ + 1);
             return done({});
         }
@@ -233,6 +252,10 @@ public:
     // The logical version written (or, when nothing needed writing, the one found).
     std::uint64_t version() const noexcept { return version_; }
     bool written() const noexcept { return written_; }
+    // On errc::fenced: the token the key had accepted, above the write's.
+    std::uint64_t winning_token() const noexcept { return winning_; }
+    // update, at a `compute` action: the key's fence.
+    std::uint64_t current_fence() const noexcept { return current_fence_; }
     unsigned requests() const noexcept { return requests_; }
     bool settled_by_read() const noexcept { return settled_; }
     diagnostics const& diag() const noexcept { return diag_; }
@@ -249,8 +272,8 @@ private:
         return a;
     }
 
-    kv_action write_new(std::uint64_t version, precondition pc) {
-        inflight_ = kv_attempt{make_nonce(rng_), version, std::move(pc)};
+    kv_action write_new(std::uint64_t version, std::uint64_t fence, precondition pc) {
+        inflight_ = kv_attempt{make_nonce(rng_), version, fence, std::move(pc)};
         return send_inflight();
     }
     kv_action write_again() {
@@ -261,26 +284,29 @@ private:
         last_was_read_ = false;
         kv_action a;
         a.what = kv_action::type::write;
-        a.body = encode_kv(inflight_.version, inflight_.nonce, op_ != kv_op::erase, value_);
+        a.body = encode_kv(inflight_.version, inflight_.nonce, inflight_.fence, op_ != kv_op::erase, value_);
         a.pc = inflight_.pc;
         return a;
     }
 
     // The next version over what the last read found (absent: version 1, written only if still absent).
     kv_action write_over_current() {
-        if (!current_exists_) return write_new(1, precondition::absent());
+        if (!current_exists_) return write_new(1, fence_over(0), precondition::absent());
         if (current_version_ == max_version) {
             diag_.message = "the key's version reached 2^64-1; it takes no more writes";
             return done(errc::invalid_argument);
         }
-        return write_new(current_version_ + 1, precondition::matches(current_store_version_));
+        return write_new(current_version_ + 1, fence_over(current_fence_), precondition::matches(current_store_version_));
     }
+
+    // The fence a write leaves: the caller's token (checked to be at least the stored one), or the stored one kept.
+    std::uint64_t fence_over(std::uint64_t stored) const noexcept { return expect_.fence ? *expect_.fence : stored; }
 
     kv_action done(error_code ec) {
         kv_action a;
         a.ec = ec;
         // A refusal keeps what it read; other failures leave nothing reliable to remember.
-        if (ec && ec != errc::precondition_failed) seen_.reset();
+        if (ec && ec != errc::precondition_failed && ec != errc::fenced) seen_.reset();
         return a;
     }
 
@@ -348,6 +374,7 @@ private:
         current_exists_ = false;
         current_live_ = false;
         current_version_ = 0;
+        current_fence_ = 0;
         current_value_.reset();
         switch (op_) {
         case kv_op::update:
@@ -371,7 +398,7 @@ private:
             diag_.message += " (key " + found.key + ")";
             return done(ec);
         }
-        seen_ = kv_seen{found.version, b.version, b.live};
+        seen_ = kv_seen{found.version, b.version, b.live, b.fence};
         if (auto mine = doubts_.landed(b.nonce)) {
             settled_ = true;
             written_ = true;
@@ -385,8 +412,16 @@ private:
         current_store_version_ = found.version;
         current_version_ = b.version;
         current_live_ = b.live;
+        current_fence_ = b.fence;
         if (b.live) current_value_ = std::move(b.value);
         else current_value_.reset();
+        if (expect_.fence && b.fence > *expect_.fence) {
+            winning_ = b.fence;
+            diag_.clear();
+            diag_.message = "token " + std::to_string(*expect_.fence) + " is below token " + std::to_string(b.fence) +
+                            " already accepted for this key";
+            return done(errc::fenced);
+        }
         switch (op_) {
         case kv_op::update:
             return compute();
@@ -426,7 +461,9 @@ private:
     bool current_live_ = false;
     std::string current_store_version_;
     std::uint64_t current_version_ = 0;
+    std::uint64_t current_fence_ = 0;
     std::optional<std::string> current_value_;
+    std::uint64_t winning_ = 0;
 
     std::uint64_t version_ = 0;
     std::optional<kv_seen> seen_;
