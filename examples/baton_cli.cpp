@@ -3,6 +3,7 @@
 //   baton run    --store URL --key K [--ttl 20s] [--wait DURATION | --no-wait] [--owner NAME] -- CMD ARGS...
 //   baton status --store URL --key K
 //   baton probe  --store URL
+//   baton kv get|put|rm|list --store URL KEY [--value V] [--if-version N | --if-absent] [--fence T] [--json]
 //
 // Stores are URLs: file:///dir (the embedded default: a local directory),
 // s3://bucket[/prefix] and dynamodb://table (endpoint, region and credentials
@@ -23,6 +24,9 @@
 #include <baton/backend/file.hpp>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -33,6 +37,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +59,10 @@ using namespace std::chrono_literals;
 constexpr int exit_unavailable = 75; // EX_TEMPFAIL: the lease could not be had
 constexpr int exit_usage = 64;       // EX_USAGE: bad usage, or a store that cannot work as configured
 constexpr int exit_failure = 1;
+// baton kv: outcomes a script branches on, each distinct from errors (1) and from each other.
+constexpr int exit_kv_absent = 2;       // get: the key has no value
+constexpr int exit_kv_precondition = 3; // --if-version / --if-absent does not hold
+constexpr int exit_kv_fenced = 4;       // --fence: a higher token was already accepted for the key
 
 char const* const usage_main =
     "usage: baton <command> [options]\n"
@@ -61,6 +71,7 @@ char const* const usage_main =
     "  run      run a command only while holding a lease\n"
     "  status   show who holds a lease\n"
     "  probe    show what a store honours (conditional writes)\n"
+    "  kv       get, put, erase and list versioned values (get|put|rm|list)\n"
     "\n"
     "stores are URLs: file:///path/to/dir, s3://bucket[/prefix], dynamodb://table\n"
     "run 'baton <command> --help' for the options of each.\n";
@@ -124,6 +135,39 @@ char const* const usage_probe =
     "\n"
     "exit status: 0 when leases are safe on the store, 1 when not (or the probe\n"
     "could not finish), 64 on bad usage or a store that cannot work as configured.\n";
+
+char const* const usage_kv =
+    "usage: baton kv get  --store URL KEY [--json]\n"
+    "       baton kv put  --store URL KEY [--value VALUE] [--if-version N | --if-absent] [--fence TOKEN] [--json]\n"
+    "       baton kv rm   --store URL KEY [--if-version N] [--fence TOKEN] [--json]\n"
+    "       baton kv list --store URL [PREFIX] [--json]\n"
+    "\n"
+    "A versioned key-value store: every write raises the key's version by one\n"
+    "(erases too: they leave a tombstone, so versions never go back and a writer\n"
+    "holding an old version cannot bring an erased key back).\n"
+    "  get   prints the value's bytes (--json: {\"key\", \"version\", \"value\", \"fence\"};\n"
+    "        a value that is not UTF-8 is given as \"value_base64\")\n"
+    "  put   writes VALUE (or standard input) and prints the new version\n"
+    "  rm    erases the key and prints the tombstone's version\n"
+    "  list  prints the keys under PREFIX that have a value, one per line\n"
+    "        (--json: [{\"key\", \"version\", \"value\"}, ...])\n"
+    "\n"
+    "options:\n"
+    "  --store URL        file:///dir, s3://bucket[/prefix] or dynamodb://table\n"
+    "  --value VALUE      put: the value (default: all of standard input)\n"
+    "  --if-version N     put, rm: only if the key's value has version N\n"
+    "  --if-absent        put: only if the key has no value\n"
+    "  --fence TOKEN      put, rm: a fencing token (e.g. \"$BATON_FENCING_TOKEN\" under\n"
+    "                     'baton run'); refused by the store if the key already\n"
+    "                     accepted a higher one\n"
+    "  --json             print one JSON document\n"
+    "%s"
+    "\n"
+    "exit status: 0 done; 2 get: no value; 3 the --if-version/--if-absent condition\n"
+    "does not hold; 4 fenced (a higher token was accepted); 1 any other failure\n"
+    "(the message says whether a write may have landed); 64 on bad usage or a store\n"
+    "that cannot work as configured (missing bucket or table, refused credentials,\n"
+    "a store that ignores preconditions).\n";
 
 // The options of the AWS stores, shared by every command's help.
 char const* const usage_aws =
@@ -225,7 +269,23 @@ struct options {
     std::string region;
     std::optional<bool> path_style; // s3: --path-style / --virtual-hosted
     std::vector<std::string> argv;  // run: the command
+    // kv
+    std::string kv_action;                 // get, put, rm, list
+    std::optional<std::string> value;      // put --value
+    std::optional<std::uint64_t> if_version;
+    bool if_absent = false;
+    std::optional<std::uint64_t> fence;
+    bool json = false;
 };
+
+std::uint64_t parse_u64_option(char const* name, std::string const& text, bool allow_zero) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || text.empty() || (!allow_zero && v == 0))
+        die(exit_usage, std::string(name) + " '" + text + "' is not a number from " + (allow_zero ? "0" : "1") +
+                            " to 18446744073709551615");
+    return v;
+}
 
 options parse_args(int argc, char** argv) {
     options o;
@@ -241,9 +301,27 @@ options parse_args(int argc, char** argv) {
     bool path_style = false, virtual_hosted = false;
     char const* usage = o.command == "run" ? usage_run : o.command == "status" ? usage_status
                         : o.command == "probe"                                  ? usage_probe
+                        : o.command == "kv"                                     ? usage_kv
                                                                                 : nullptr;
     if (!usage) die(exit_usage, "unknown command '" + o.command + "' (try 'baton --help')");
-    for (int i = 2; i < argc; ++i) {
+    int first = 2;
+    if (o.command == "kv") {
+        if (argc < 3) {
+            print_usage(usage_kv, stderr);
+            std::exit(exit_usage);
+        }
+        o.kv_action = argv[2];
+        if (o.kv_action == "--help" || o.kv_action == "-h") {
+            print_usage(usage_kv, stdout);
+            std::exit(0);
+        }
+        if (o.kv_action != "get" && o.kv_action != "put" && o.kv_action != "rm" && o.kv_action != "list")
+            die(exit_usage, "unknown kv action '" + o.kv_action + "' (get, put, rm or list)");
+        first = 3;
+    }
+    bool const kv = o.command == "kv";
+    bool const kv_write = kv && (o.kv_action == "put" || o.kv_action == "rm");
+    for (int i = first; i < argc; ++i) {
         std::string_view a = argv[i];
         auto value = [&](char const* name) -> std::string {
             if (i + 1 >= argc) die(exit_usage, std::string(name) + " needs a value");
@@ -270,12 +348,20 @@ options parse_args(int argc, char** argv) {
         else if (a == "--no-wait" && o.command == "run") o.no_wait = true;
         else if (a == "--grace" && o.command == "run") o.grace = duration("--grace");
         else if (a == "--wall-clock-tokens" && o.command == "run") o.wall_clock_tokens = true;
+        else if (a == "--value" && kv && o.kv_action == "put") o.value = value("--value");
+        else if (a == "--if-version" && kv_write) o.if_version = parse_u64_option("--if-version", value("--if-version"), false);
+        else if (a == "--if-absent" && kv && o.kv_action == "put") o.if_absent = true;
+        else if (a == "--fence" && kv_write) o.fence = parse_u64_option("--fence", value("--fence"), true);
+        else if (a == "--json" && kv) o.json = true;
+        else if (kv && !a.empty() && a[0] != '-' && o.key.empty()) o.key = std::string(a);
         else if (a == "--" && o.command == "run") {
             for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
         } else die(exit_usage, "unknown option '" + std::string(a) + "' for 'baton " + o.command + "' (try --help)");
     }
     if (o.store.empty()) die(exit_usage, "--store is required (e.g. --store file:///var/lib/baton)");
-    if (o.command != "probe" && o.key.empty()) die(exit_usage, "--key is required");
+    if (kv && o.kv_action != "list" && o.key.empty()) die(exit_usage, "baton kv " + o.kv_action + ": a KEY is required");
+    if (!kv && o.command != "probe" && o.key.empty()) die(exit_usage, "--key is required");
+    if (o.if_absent && o.if_version) die(exit_usage, "--if-version and --if-absent exclude each other");
     if (o.command == "run" && o.argv.empty()) die(exit_usage, "no command to run: put it after --");
     if (o.no_wait && o.wait) die(exit_usage, "--wait and --no-wait exclude each other");
     if (path_style && virtual_hosted) die(exit_usage, "--path-style and --virtual-hosted exclude each other");
@@ -523,9 +609,153 @@ int run_probe(asio::io_context& ioc, Backend& backend, store_context const& stor
     return code;
 }
 
+// ---- kv --------------------------------------------------------------------
+
+std::string base64(std::string_view in) {
+    static constexpr char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    for (std::size_t i = 0; i < in.size(); i += 3) {
+        std::uint32_t n = std::uint32_t(static_cast<unsigned char>(in[i])) << 16;
+        if (i + 1 < in.size()) n |= std::uint32_t(static_cast<unsigned char>(in[i + 1])) << 8;
+        if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+        out += table[(n >> 18) & 63];
+        out += table[(n >> 12) & 63];
+        out += i + 1 < in.size() ? table[(n >> 6) & 63] : '=';
+        out += i + 2 < in.size() ? table[n & 63] : '=';
+    }
+    return out;
+}
+
+// A value in JSON: as a string when it is UTF-8 text, else as "value_base64".
+void put_value(boost::json::object& obj, std::string const& value) {
+    if (baton::detail::valid_utf8(value)) obj["value"] = value;
+    else obj["value_base64"] = base64(value);
+}
+
+void print_json(boost::json::value const& v) {
+    std::string text = boost::json::serialize(v);
+    text += '\n';
+    std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+// Prints one line for a failed kv operation and returns its exit status.
+int report_kv_error(store_context const& store, options const& o, baton::error_code ec, baton::kv_write_result const& r) {
+    std::string const what = "kv " + o.kv_action + " '" + o.key + "'";
+    if (ec == baton::errc::precondition_failed && (o.if_version || o.if_absent)) {
+        std::fprintf(stderr, "baton: %s: %s\n", what.c_str(), r.diag.message.c_str());
+        return exit_kv_precondition;
+    }
+    if (ec == baton::errc::fenced) {
+        std::fprintf(stderr, "baton: %s: fenced: %s\n", what.c_str(), r.diag.message.c_str());
+        return exit_kv_fenced;
+    }
+    return report_store_error(store, "cannot " + what, ec, r.diag, exit_failure);
+}
+
+template <class Kv>
+int run_kv(asio::io_context& ioc, Kv& kv, options const& o, store_context const& store) {
+    int code = exit_failure;
+    auto on_write = [&](baton::error_code ec, baton::kv_write_result r) {
+        if (ec) {
+            code = report_kv_error(store, o, ec, r);
+            return;
+        }
+        code = 0;
+        if (o.json) {
+            boost::json::object obj;
+            obj["key"] = o.key;
+            obj["version"] = r.version;
+            obj["written"] = r.written;
+            print_json(obj);
+        } else {
+            std::printf("%llu\n", static_cast<unsigned long long>(r.version));
+        }
+    };
+    baton::kv_condition cond = o.if_absent ? baton::kv_condition::absent()
+                               : o.if_version ? baton::kv_condition::version(*o.if_version)
+                                              : baton::kv_condition::none();
+    if (o.fence) cond = cond.with_fence(*o.fence);
+
+    if (o.kv_action == "get") {
+        kv.async_get(o.key, [&](baton::error_code ec, std::optional<baton::kv_entry> e) {
+            if (ec) {
+                baton::kv_write_result r;
+                code = report_store_error(store, "cannot kv get '" + o.key + "'", ec, r.diag, exit_failure);
+                if (ec == baton::errc::foreign_record)
+                    std::fprintf(stderr, "baton: '%s' holds a record that 'baton kv' did not write\n", o.key.c_str());
+                return;
+            }
+            if (!e) {
+                code = exit_kv_absent;
+                if (o.json) {
+                    boost::json::object obj;
+                    obj["key"] = o.key;
+                    obj["version"] = nullptr;
+                    print_json(obj);
+                } else {
+                    std::fprintf(stderr, "baton: kv get '%s': no value\n", o.key.c_str());
+                }
+                return;
+            }
+            code = 0;
+            if (o.json) {
+                boost::json::object obj;
+                obj["key"] = o.key;
+                obj["version"] = e->version;
+                put_value(obj, e->value);
+                obj["fence"] = e->fence;
+                print_json(obj);
+            } else {
+                std::fwrite(e->value.data(), 1, e->value.size(), stdout);
+            }
+        });
+    } else if (o.kv_action == "put") {
+        std::string value;
+        if (o.value) value = *o.value;
+        else value.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        kv.async_put(o.key, std::move(value), cond, on_write);
+    } else if (o.kv_action == "rm") {
+        kv.async_erase(o.key, cond, on_write);
+    } else {
+        // list: every page, reading each key's value
+        auto entries = std::make_shared<boost::json::array>();
+        std::function<void(std::string)> page = [&](std::string after) {
+            kv.async_list(o.key, std::move(after), 1000, [&, entries](baton::error_code ec, baton::kv_list_page p) {
+                if (ec) {
+                    code = report_store_error(store, "cannot kv list '" + o.key + "'", ec, p.diag, exit_failure);
+                    return;
+                }
+                for (auto const& e : p.entries) {
+                    if (o.json) {
+                        boost::json::object obj;
+                        obj["key"] = e.key;
+                        obj["version"] = e.entry.version;
+                        put_value(obj, e.entry.value);
+                        entries->push_back(std::move(obj));
+                    } else {
+                        std::printf("%s\n", e.key.c_str());
+                    }
+                }
+                if (p.truncated) return page(p.next_after);
+                code = 0;
+                if (o.json) print_json(*entries);
+            });
+        };
+        page(std::string());
+    }
+    ioc.run();
+    std::fflush(stdout);
+    return code;
+}
+
 template <class Lease, class Backend>
 int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_context const& store) {
     if (o.command == "probe") return run_probe(ioc, backend, store);
+    if (o.command == "kv") {
+        baton::basic_kv<Backend> kv(ioc.get_executor(), std::move(backend));
+        return run_kv(ioc, kv, o, store);
+    }
     baton::lease_options lo;
     lo.key = o.key;
     lo.owner = o.owner.empty() ? default_owner() : o.owner;
