@@ -11,6 +11,7 @@
 #include <baton/baton.hpp>
 #include <test_common/fixtures.hpp>
 #include <test_common/fenced_scenarios.hpp>
+#include <test_common/kv_scenarios.hpp>
 
 #include <doctest/doctest.h>
 
@@ -682,6 +683,14 @@ TEST_CASE("fenced writes on dynalite: a paused holder taken over is refused by t
     auto make = [&](asio::io_context::executor_type ex) { return baton::dynamodb_backend(ex, params_for(env, f.table)); };
     test_common::check_paused_holder_is_fenced<baton::dynamodb_backend>(make, "shard/7", 3000ms);
     test_common::check_same_token_writers_all_land<baton::dynamodb_backend>(make, "counter", 16, 2);
+}
+
+TEST_CASE("kv on dynalite: 200 concurrent updates of one key each applied once; erase, re-create, fences") {
+    REQUIRE_DYNAMODB(env);
+    table_fixture f(env, "kv");
+    auto make = [&](asio::io_context::executor_type ex) { return baton::dynamodb_backend(ex, params_for(env, f.table)); };
+    test_common::check_erase_and_recreate<baton::dynamodb_backend>(make, "kv/");
+    test_common::check_concurrent_updates_apply_once<baton::dynamodb_backend>(make, "counter", 8, 200);
 }
 
 } // TEST_SUITE

@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 #include <test_common/fenced_scenarios.hpp>
+#include <test_common/kv_scenarios.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -697,6 +698,13 @@ TEST_CASE("fenced writes on a directory: a paused holder taken over is refused b
     auto make = [&](asio::io_context::executor_type ex) { return baton::file_backend(ex, lease_params(dir.path)); };
     test_common::check_paused_holder_is_fenced<baton::file_backend>(make, "shard/7", 1000ms);
     test_common::check_same_token_writers_all_land<baton::file_backend>(make, "counter", 16, 2);
+}
+
+TEST_CASE("kv on a directory: 200 concurrent updates of one key each applied once; erase, re-create, fences") {
+    temp_dir dir;
+    auto make = [&](asio::io_context::executor_type ex) { return baton::file_backend(ex, lease_params(dir.path)); };
+    test_common::check_erase_and_recreate<baton::file_backend>(make, "kv/");
+    test_common::check_concurrent_updates_apply_once<baton::file_backend>(make, "counter", 8, 200);
 }
 
 }

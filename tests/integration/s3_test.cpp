@@ -8,6 +8,7 @@
 #include <baton/detail/lease_record.hpp>
 #include <test_common/fixtures.hpp>
 #include <test_common/fenced_scenarios.hpp>
+#include <test_common/kv_scenarios.hpp>
 
 #include <doctest/doctest.h>
 
@@ -872,6 +873,15 @@ TEST_CASE("fenced writes on RGW: a paused holder taken over is refused by the st
     auto make = [&](net::io_context::executor_type ex) { return baton::s3_backend(ex, params_for(rgw_srv, bucket, prefix)); };
     test_common::check_paused_holder_is_fenced<baton::s3_backend>(make, "shard/7", lease_ttl);
     test_common::check_same_token_writers_all_land<baton::s3_backend>(make, "counter", 16, 2);
+}
+
+TEST_CASE("kv on RGW: 200 concurrent updates of one key each applied once; erase, re-create, fences") {
+    SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
+    auto const bucket = bucket_for(rgw_srv);
+    auto const prefix = "kv-" + random_hex() + "/";
+    auto make = [&](net::io_context::executor_type ex) { return baton::s3_backend(ex, params_for(rgw_srv, bucket, prefix)); };
+    test_common::check_erase_and_recreate<baton::s3_backend>(make, "kv/");
+    test_common::check_concurrent_updates_apply_once<baton::s3_backend>(make, "counter", 8, 200);
 }
 
 } // TEST_SUITE s3_rgw

@@ -400,6 +400,37 @@ TEST_CASE("ambiguous answers are settled by reading back: an update is applied o
     CHECK(body.rfind("baton-kv 1 4 ", 0) == 0);
 }
 
+TEST_CASE("a 5xx answered to a write that lost a race is contention, not a failure: no retry budget is spent on it") {
+    sim::scheduler sched(11);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 12, sim::fault_profile::none());
+    baton::basic_kv<faulty_store, sim::manual_clock, baton::no_retry> kv(sched.get_executor(), net);
+    int calls = 0;
+    auto increment_while_another_writes = [&](std::optional<baton::kv_entry> const& cur) -> std::optional<std::string> {
+        if (++calls == 1) {
+            // Another writer gets in between this update's read and its write.
+            auto const found = inner.peek("n");
+            inner.async_put("n", baton::detail::encode_kv(found ? 2 : 1, "0b", 0, true, "other"),
+                            found ? baton::precondition::matches(found->version) : baton::precondition::absent(),
+                            [](error_code ec, baton::put_result) { REQUIRE_FALSE(ec); });
+        }
+        return increment{}(cur ? std::optional<baton::kv_entry>(baton::kv_entry{cur->value == "other" ? "10" : cur->value, cur->version, 0})
+                               : std::nullopt);
+    };
+    net.inject_next(sim::fault_kind::pass);              // the read
+    net.inject_next(sim::fault_kind::server_error_lost); // the write: 500, not applied (the record had moved on)
+    write_outcome o;
+    kv.async_update("n", increment_while_another_writes, [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    INFO(o.r.diag.to_string());
+    REQUIRE_FALSE(o.ec); // with no_retry: the 500 was settled by reading, and the race was lost, not the service
+    CHECK(o.r.version == 2);
+    CHECK(calls == 2);
+    CHECK(o.r.requests == 4); // read, write (500), read (moved on), write
+    CHECK(net.inner().peek("n")->body.find("\n11") != std::string::npos);
+}
+
 TEST_CASE("cancelling an update in its backoff writes nothing more; a write already sent is settled first") {
     sim::scheduler sched(9);
     baton::memory_backend inner(sched.get_executor());

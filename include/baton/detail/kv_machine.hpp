@@ -191,14 +191,7 @@ public:
                 if (r.current) return decide(*r.current);
                 return read();
             }
-            // Many writers on one key: spread the next rounds out (full jitter, doubling, at most 1 s).
-            std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
-                std::chrono::milliseconds(5) * (1LL << std::min(rounds_ - 3, 8u)), std::chrono::seconds(1));
-            next_is_read_ = true;
-            kv_action a;
-            a.what = kv_action::type::wait;
-            a.delay = std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count())));
-            return a;
+            return contention_pause();
         }
         if (ec == boost::asio::error::operation_aborted) {
             // Cancelled after it may have been sent: settle once, uncancellable, then report.
@@ -208,7 +201,12 @@ public:
         }
         if (outcome_unknown(ec)) {
             doubts_.in_doubt(inflight_);
-            return backoff(ec, /*always_read=*/true);
+            if (ec == errc::throttled) return backoff(ec, /*always_read=*/true);
+            // Settle first, blame later: if the read shows that another write got in, this was a
+            // lost race (RGW answers racing losers 500), not the service failing, and the retry
+            // budget is not spent on it.
+            blame_ = ec;
+            return read();
         }
         return backoff(ec, false);
     }
@@ -217,6 +215,7 @@ public:
         ++requests_;
         if (ec) {
             diag_ = r.diag;
+            blame_.reset();
             if (stopping_) return give_up(ec);
             return backoff(ec, false);
         }
@@ -370,6 +369,7 @@ private:
     kv_action decide_absent() {
         prune_doubts(std::nullopt);
         if (stopping_) return stop();
+        if (auto wait = after_settling()) return *wait;
         seen_.reset();
         current_exists_ = false;
         current_live_ = false;
@@ -408,6 +408,7 @@ private:
         }
         prune_doubts(found.version);
         if (stopping_) return stop();
+        if (auto wait = after_settling()) return *wait;
         current_exists_ = true;
         current_store_version_ = found.version;
         current_version_ = b.version;
@@ -438,6 +439,35 @@ private:
             return write_over_current();
         }
         return done({});
+    }
+
+    // After an ambiguous answer was read back and did not land: while it still may land (the record
+    // is as it assumed), the failure is the service's and the retry policy spaces the next look;
+    // if the record moved on, the write lost a race: a contention round.
+    std::optional<kv_action> after_settling() {
+        if (!blame_) return std::nullopt;
+        error_code const ec = *blame_;
+        blame_.reset();
+        if (!doubts_.empty()) return backoff(ec, /*always_read=*/true);
+        if (expect_.which != kind::none) return std::nullopt; // a condition: the read gives the verdict
+        if (++rounds_ > max_contention_rounds) {
+            diag_.message = "the record changed under " + std::to_string(max_contention_rounds) +
+                            " writes in a row (heavy contention on one key)";
+            return done(errc::precondition_failed);
+        }
+        if (rounds_ <= 2) return std::nullopt;
+        return contention_pause();
+    }
+
+    // Many writers on one key: spread the next rounds out (full jitter, doubling, at most 1 s), then read.
+    kv_action contention_pause() {
+        std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
+            std::chrono::milliseconds(5) * (1LL << std::min(rounds_ - 3, 8u)), std::chrono::seconds(1));
+        next_is_read_ = true;
+        kv_action a;
+        a.what = kv_action::type::wait;
+        a.delay = std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count())));
+        return a;
     }
 
     kv_action compute() {
@@ -476,6 +506,7 @@ private:
     bool stopping_ = false;
     error_code stop_reason_ = boost::asio::error::operation_aborted; // what a stopped write that did not land reports
     bool settled_ = false;
+    std::optional<error_code> blame_; // an ambiguous answer whose read-back is in flight
     diagnostics diag_;
 };
 
