@@ -98,9 +98,12 @@ public:
     /// Keys whose version is remembered (beyond it the cache starts over).
     static constexpr std::size_t max_cached_keys = 4096;
 
-    /// Writes and reads through `backend`; retries per `retry`; waits on `clock`.
-    basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {})
-        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock))) {}
+    /// Writes and reads through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
+    /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
+             std::optional<std::uint64_t> random_seed = std::nullopt)
+        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
+                                      random_seed ? *random_seed : std::random_device{}())) {}
 
     /// The executor.
     executor_type get_executor() const noexcept { return st_->ex; }
@@ -158,8 +161,8 @@ private:
         using timer_clock = typename Clock::timer_clock;
         using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
 
-        state(executor_type e, Backend b, RetryPolicy r, Clock c)
-            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(std::random_device{}()) {}
+        state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed)
+            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed) {}
 
         std::optional<detail::fenced_seen> cached(std::string const& key) const { return versions.find(key); }
         void remember(std::string const& key, std::optional<detail::fenced_seen> const& v) { versions.remember(key, v); }

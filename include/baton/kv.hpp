@@ -187,9 +187,12 @@ public:
     /// Rounds of contention a `put` without condition or an `update` rides out before `precondition_failed`.
     static constexpr unsigned max_contention_rounds = detail::kv_write_machine<RetryPolicy, std::mt19937_64>::max_contention_rounds;
 
-    /// Reads and writes through `backend`; retries per `retry`; waits on `clock`.
-    basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {})
-        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock))) {}
+    /// Reads and writes through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
+    /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
+             std::optional<std::uint64_t> random_seed = std::nullopt)
+        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
+                                      random_seed ? *random_seed : std::random_device{}())) {}
 
     /// The executor.
     executor_type get_executor() const noexcept { return st_->ex; }
@@ -310,8 +313,8 @@ private:
         using timer_clock = typename Clock::timer_clock;
         using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
 
-        state(executor_type e, Backend b, RetryPolicy r, Clock c)
-            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(std::random_device{}()) {}
+        state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed)
+            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed) {}
 
         executor_type ex;
         Backend backend;
@@ -438,7 +441,7 @@ private:
             d.message += " (key " + found.key + ")";
             return ec;
         }
-        seen = detail::kv_seen{found.version, b.version, b.live, b.fence};
+        seen = detail::kv_seen{found.version, b.version, b.live, b.fence, b.nonce, b.recent};
         if (b.live) out = kv_entry{std::move(b.value), b.version, b.fence};
         return {};
     }

@@ -22,6 +22,7 @@
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
+#include <test_common/recording_backend.hpp>
 #include <test_common/sim_seeds.hpp>
 
 #include <boost/asio/basic_waitable_timer.hpp>
@@ -48,60 +49,26 @@ using baton::error_code;
 using sim::virtual_clock;
 using vtime = virtual_clock::time_point;
 
-// What the store applied, in order: (key, token, value).
+// A fenced write the store applied: (key, token, value).
 struct applied_write {
     std::string key;
     std::uint64_t token;
     std::string value;
 };
-using applied_log = std::vector<applied_write>;
 
-// The memory store, recording every fenced write it applies. Sits under the faulty network.
-class recording_backend {
-public:
-    using executor_type = baton::memory_backend::executor_type;
-
-    recording_backend(baton::memory_backend inner, std::shared_ptr<applied_log> log)
-        : inner_(std::move(inner)), log_(std::move(log)) {}
-
-    executor_type get_executor() const { return inner_.get_executor(); }
-
-    template <class Handler>
-    void async_get(std::string key, Handler&& h) {
-        inner_.async_get(std::move(key), std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_put(std::string key, std::string body, baton::precondition pc, Handler&& h) {
-        auto log = log_;
+// The fenced writes among what the store applied, in order.
+std::vector<applied_write> fenced_writes(test_common::applied_log const& log) {
+    std::vector<applied_write> out;
+    for (auto const& a : log) {
         baton::detail::fenced_body b;
         baton::diagnostics d;
-        bool const fenced = !baton::detail::decode_fenced(body, b, d);
-        inner_.async_put(key, std::move(body), std::move(pc),
-                         [log, key, fenced, b, h = std::forward<Handler>(h)](error_code ec, baton::put_result r) mutable {
-                             if (!ec && fenced) log->push_back({key, b.token, b.value});
-                             std::move(h)(ec, std::move(r));
-                         });
+        if (!baton::detail::decode_fenced(a.body, b, d)) out.push_back({a.key, b.token, b.value});
     }
-    template <class Handler>
-    void async_erase(std::string key, baton::precondition pc, Handler&& h) {
-        inner_.async_erase(std::move(key), std::move(pc), std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_list(std::string prefix, std::string after, std::size_t limit, Handler&& h) {
-        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_probe(Handler&& h) {
-        inner_.async_probe(std::forward<Handler>(h));
-    }
+    return out;
+}
 
-private:
-    baton::memory_backend inner_;
-    std::shared_ptr<applied_log> log_;
-};
-
-static_assert(baton::record_store<recording_backend>);
-
+using test_common::applied_log;
+using test_common::recording_backend;
 using net_t = sim::faulty_backend<recording_backend>;
 using fenced_t = baton::basic_fenced<net_t, sim::manual_clock>;
 using timer_t = asio::basic_waitable_timer<virtual_clock, asio::wait_traits<virtual_clock>, asio::any_io_executor>;
@@ -149,7 +116,7 @@ public:
             w->index = i;
             baton::retry_params rp;
             rp.max_attempts = 1 + static_cast<unsigned>(sched_.rng()() % 4);
-            w->f = std::make_unique<fenced_t>(w->ex, net, baton::standard_retry(rp));
+            w->f = std::make_unique<fenced_t>(w->ex, net, baton::standard_retry(rp), sim::manual_clock{}, sched_.rng()());
             w->timer = std::make_unique<timer_t>(sched_.get_executor());
             writers_.push_back(std::move(w));
         }
@@ -168,7 +135,7 @@ public:
         // (h2): everything reported successful was applied, with its token.
         std::set<std::pair<std::string, std::string>> applied_values;
         std::map<std::string, std::uint64_t> high;
-        for (auto const& a : *log) {
+        for (auto const& a : fenced_writes(*log)) {
             if (a.token < high[a.key]) // (h1)
                 violate("(h1) " + a.key + ": token " + std::to_string(a.token) + " applied after token " +
                         std::to_string(high[a.key]) + " (" + a.value + ")");
@@ -280,9 +247,7 @@ private:
         }
         if (ec == errc::fenced) {
             ++out_.fenced;
-            std::uint64_t high = 0;
-            for (auto const& a : *log_)
-                if (a.key == key) high = std::max(high, a.token);
+            std::uint64_t const high = highest_token(key);
             if (!(high > token)) // (h3)
                 violate("(h3) " + value + " refused as fenced, but " + key + " accepted at most token " + std::to_string(high));
             if (r.winning_token <= token) violate("(h3) " + value + " refused naming winning token " + std::to_string(r.winning_token));
@@ -294,7 +259,20 @@ private:
         violate("(h4) " + value + " failed with " + ec.message() + ": " + r.diag.to_string()); // (h4)
     }
 
+    // The highest token `key` has accepted so far (the log is scanned once, as it grows).
+    std::uint64_t highest_token(std::string const& key) {
+        for (; scanned_ < log_->size(); ++scanned_) {
+            auto const& a = (*log_)[scanned_];
+            baton::detail::fenced_body b;
+            baton::diagnostics d;
+            if (!baton::detail::decode_fenced(a.body, b, d)) high_[a.key] = std::max(high_[a.key], b.token);
+        }
+        return high_[key];
+    }
+
     sim::scheduler sched_;
+    std::size_t scanned_ = 0;
+    std::map<std::string, std::uint64_t> high_;
     bool broken_ = false;
     net_t* net_ = nullptr;
     std::shared_ptr<applied_log> log_;

@@ -83,7 +83,9 @@ TEST_SUITE("kv") {
 
 TEST_CASE("the record format round-trips any bytes, marks tombstones, and refuses what it did not write") {
     using baton::detail::decode_kv;
-    using baton::detail::encode_kv;
+    auto encode_kv = [](std::uint64_t v, std::string nonce, std::uint64_t fence, bool live, std::string value, std::string recent = {}) {
+        return baton::detail::encode_kv(baton::detail::kv_body{v, std::move(nonce), fence, std::move(recent), live, std::move(value)});
+    };
     static constexpr char raw[] = "a\nb\0\xff";
     std::string const value(raw, sizeof raw - 1);
     baton::detail::kv_body b;
@@ -112,11 +114,27 @@ TEST_CASE("the record format round-trips any bytes, marks tombstones, and refuse
     CHECK(b.fence == 42);
     CHECK_FALSE(b.live);
 
+    // The recent writers: the newest first, at most 16, each the first 16 digits of a nonce.
+    std::string recent = baton::detail::kv_recent_after("0123456789abcdef0123456789abcdef", "");
+    CHECK(recent == "0123456789abcdef");
+    for (int i = 0; i < 20; ++i) recent = baton::detail::kv_recent_after(std::string(32, "0123456789abcdef"[i % 16]), recent);
+    CHECK(recent.size() == 16 * 17 - 1);
+    CHECK(baton::detail::kv_recent_at(recent, 0) == std::string(16, '3'));
+    CHECK(baton::detail::kv_recent_at(recent, 15) == std::string(16, '4'));
+    CHECK(baton::detail::kv_recent_at(recent, 16).empty());
+    auto const with_recent = encode_kv(9, "abc", 3, false, "", recent);
+    CHECK(with_recent.rfind("baton-kv 1 9 abc fence=3 recent=3333333333333333,", 0) == 0);
+    REQUIRE_FALSE(decode_kv(with_recent, b, d));
+    CHECK(b.recent == recent);
+    CHECK_FALSE(b.live);
+
     for (std::string bad : {"", "value", "baton-kv 1 ", "baton-kv 1 1 ab", "baton-kv 2 1 ab\nv", "baton-kv 1 0 ab\nv",
                             "baton-kv 1 01 ab\nv", "baton-kv 1 18446744073709551616 ab\nv", "baton-kv 1 1 AB\nv",
                             "baton-kv 1 1\nv", "baton-kv 1 1 ab tombstone\nv", "baton-kv 1 1 ab dead\n",
                             "baton-kv 1 1 ab fence=0\nv", "baton-kv 1 1 ab fence=x\nv", "baton-kv 1 1 ab fence=\nv",
-                            "baton-kv 1 1 ab tombstone fence=2\n",
+                            "baton-kv 1 1 ab tombstone fence=2\n", "baton-kv 1 1 ab recent=0123\nv",
+                            "baton-kv 1 1 ab recent=0123456789abcdef fence=2\nv", "baton-kv 1 1 ab \nv",
+                            "baton-kv 1 1 ab recent=0123456789abcdef,\nv", "baton-kv 1 1 ab what=1\nv",
                             "baton-fenced 1 1 ab\nv"}) {
         CAPTURE(bad);
         d.clear();
@@ -410,7 +428,7 @@ TEST_CASE("a 5xx answered to a write that lost a race is contention, not a failu
         if (++calls == 1) {
             // Another writer gets in between this update's read and its write.
             auto const found = inner.peek("n");
-            inner.async_put("n", baton::detail::encode_kv(found ? 2 : 1, "0b", 0, true, "other"),
+            inner.async_put("n", baton::detail::encode_kv(baton::detail::kv_body{found ? 2u : 1u, "0b", 0, {}, true, "other"}),
                             found ? baton::precondition::matches(found->version) : baton::precondition::absent(),
                             [](error_code ec, baton::put_result) { REQUIRE_FALSE(ec); });
         }

@@ -28,35 +28,66 @@
 
 namespace baton::detail {
 
-// "baton-kv 1 <version> <nonce>[ fence=<token>]\n<value bytes>" for a value,
-// "baton-kv 1 <version> <nonce>[ fence=<token>] tombstone\n" for an erased key. The fence is
-// the highest fencing token a write to the key carried (absent: none yet).
+// A kv record: "baton-kv 1 <version> <nonce>[ fence=<token>][ recent=<p>,<p>,...][ tombstone]\n"
+// then the value's bytes (none for a tombstone).
+//   fence:  the highest fencing token a write to the key carried (absent: none yet);
+//   recent: the first 16 hex digits of the nonces of the writes before this one, newest first
+//           (at most kv_recent_writes): a writer whose answer was lost finds its write there
+//           even after others wrote on top of it, and never applies it twice.
 inline constexpr std::string_view kv_magic = "baton-kv 1 ";
-inline constexpr std::string_view kv_tombstone_mark = " tombstone";
-inline constexpr std::string_view kv_fence_mark = " fence=";
+inline constexpr std::size_t kv_recent_writes = 16;
+inline constexpr std::size_t kv_recent_digits = 16;
 
 struct kv_body {
     std::uint64_t version = 0;
     std::string nonce;
     std::uint64_t fence = 0;
+    std::string recent; // "<p>,<p>,..." or empty
     bool live = true;
     std::string value;
 };
 
-inline std::string encode_kv(std::uint64_t version, std::string_view nonce, std::uint64_t fence, bool live, std::string_view value) {
-    std::string s;
-    s.reserve(kv_magic.size() + 21 + nonce.size() + kv_fence_mark.size() + 20 + kv_tombstone_mark.size() + 1 + value.size());
-    s += kv_magic;
-    s += std::to_string(version);
-    s += ' ';
-    s += nonce;
-    if (fence != 0) {
-        s += kv_fence_mark;
-        s += std::to_string(fence);
+// The `recent` list of a write on top of a record with `nonce` and `recent`.
+inline std::string kv_recent_after(std::string_view nonce, std::string_view recent) {
+    std::string out(nonce.substr(0, kv_recent_digits));
+    std::size_t kept = 1;
+    while (!recent.empty() && kept < kv_recent_writes) {
+        auto const comma = recent.find(',');
+        out += ',';
+        out += recent.substr(0, comma);
+        ++kept;
+        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
     }
-    if (!live) s += kv_tombstone_mark;
+    return out;
+}
+
+// The n-th entry (0: the write just before) of a `recent` list, or empty.
+inline std::string_view kv_recent_at(std::string_view recent, std::size_t n) {
+    for (; n > 0 && !recent.empty(); --n) {
+        auto const comma = recent.find(',');
+        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
+    }
+    return recent.substr(0, recent.find(','));
+}
+
+inline std::string encode_kv(kv_body const& b) {
+    std::string s;
+    s.reserve(kv_magic.size() + 64 + b.nonce.size() + b.recent.size() + 1 + b.value.size());
+    s += kv_magic;
+    s += std::to_string(b.version);
+    s += ' ';
+    s += b.nonce;
+    if (b.fence != 0) {
+        s += " fence=";
+        s += std::to_string(b.fence);
+    }
+    if (!b.recent.empty()) {
+        s += " recent=";
+        s += b.recent;
+    }
+    if (!b.live) s += " tombstone";
     s += '\n';
-    if (live) s += value;
+    if (b.live) s += b.value;
     return s;
 }
 
@@ -70,29 +101,49 @@ inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d)
     auto const eol = body.find('\n');
     if (eol == std::string_view::npos) return foreign("its header line has no end");
     std::string_view header = body.substr(0, eol);
-    bool live = true;
-    if (header.size() > kv_tombstone_mark.size() && header.substr(header.size() - kv_tombstone_mark.size()) == kv_tombstone_mark) {
-        live = false;
-        header.remove_suffix(kv_tombstone_mark.size());
-        if (eol + 1 != body.size()) return foreign("its tombstone carries a value");
-    }
-    std::uint64_t fence = 0;
-    if (auto const at = header.find(kv_fence_mark); at != std::string_view::npos) {
-        if (!parse_canonical_u64(header.substr(at + kv_fence_mark.size()), fence) || fence == 0)
-            return foreign("its fence is not a decimal number from 1 to 2^64-1");
-        header = header.substr(0, at);
-    }
-    auto const space = header.find(' ');
-    if (space == std::string_view::npos) return foreign("its header has no nonce");
-    std::uint64_t version = 0;
-    if (!parse_canonical_u64(header.substr(0, space), version) || version == 0)
+    if (header.ends_with(' ')) return foreign("its header has a field it should not");
+    auto next_field = [&header]() {
+        auto const space = header.find(' ');
+        std::string_view f = header.substr(0, space);
+        header = space == std::string_view::npos ? std::string_view() : header.substr(space + 1);
+        return f;
+    };
+    kv_body b;
+    if (!parse_canonical_u64(next_field(), b.version) || b.version == 0)
         return foreign("its version is not a decimal number from 1 to 2^64-1");
-    if (!is_nonce(header.substr(space + 1))) return foreign("its nonce is not lowercase hex");
-    out.version = version;
-    out.nonce = std::string(header.substr(space + 1));
-    out.fence = fence;
-    out.live = live;
-    out.value = live ? std::string(body.substr(eol + 1)) : std::string();
+    std::string_view const nonce = next_field();
+    if (!is_nonce(nonce)) return foreign("its nonce is not lowercase hex");
+    b.nonce = std::string(nonce);
+    enum { start, had_fence, had_recent, had_tombstone } at = start; // fields come in this order, each once
+    while (!header.empty()) {
+        std::string_view const f = next_field();
+        if (f.starts_with("fence=") && at < had_fence) {
+            if (!parse_canonical_u64(f.substr(6), b.fence) || b.fence == 0)
+                return foreign("its fence is not a decimal number from 1 to 2^64-1");
+            at = had_fence;
+        } else if (f.starts_with("recent=") && at < had_recent) {
+            std::string_view list = f.substr(7);
+            std::size_t n = 0;
+            while (true) {
+                auto const comma = list.find(',');
+                std::string_view const p = list.substr(0, comma);
+                if (p.size() != kv_recent_digits || !is_nonce(p) || ++n > kv_recent_writes)
+                    return foreign("its recent writers are not a list of at most 16 nonce prefixes");
+                if (comma == std::string_view::npos) break;
+                list.remove_prefix(comma + 1);
+            }
+            b.recent = std::string(f.substr(7));
+            at = had_recent;
+        } else if (f == "tombstone" && at < had_tombstone) {
+            b.live = false;
+            at = had_tombstone;
+        } else {
+            return foreign("its header has a field it should not");
+        }
+    }
+    if (!b.live && eol + 1 != body.size()) return foreign("its tombstone carries a value");
+    if (b.live) b.value = std::string(body.substr(eol + 1));
+    out = std::move(b);
     return {};
 }
 
@@ -102,6 +153,8 @@ struct kv_seen {
     std::uint64_t version = 0;
     bool live = true;
     std::uint64_t fence = 0;
+    std::string nonce;  // of the write that made it
+    std::string recent; // its recent writers
 };
 
 // The caller's condition on a put or an erase.
@@ -156,14 +209,15 @@ public:
             diag_.message = "version 0 names no value (versions start at 1)";
             return done(errc::invalid_argument);
         }
-        if (op_ == kv_op::put && !known_ && expect_.which == k::absent) return write_new(1, fence_over(0), precondition::absent());
+        if (op_ == kv_op::put && !known_ && expect_.which == k::absent) return write_new(1, fence_over(0), precondition::absent(), {});
         if (known_) {
             bool const plausible = (expect_.which == k::none && (op_ == kv_op::put || known_->live)) ||
                                    (expect_.which == k::absent && op_ == kv_op::put && !known_->live) ||
                                    (expect_.which == k::version && known_->live && known_->version == expect_.version);
             bool const fence_ok = !expect_.fence || known_->fence <= *expect_.fence;
             if (plausible && fence_ok && known_->version < max_version)
-                return write_new(known_->version + 1, fence_over(known_->fence), precondition::matches(known_->store_version));
+                return write_new(known_->version + 1, fence_over(known_->fence), precondition::matches(known_->store_version),
+                                 kv_recent_after(known_->nonce, known_->recent));
         }
         return read();
     }
@@ -173,7 +227,7 @@ public:
         if (!ec) {
             version_ = inflight_.version;
             written_ = true;
-            seen_ = kv_seen{r.version, inflight_.version, op_ != kv_op::erase, inflight_.fence};
+            seen_ = kv_seen{r.version, inflight_.version, op_ != kv_op::erase, inflight_.fence, inflight_.nonce, inflight_recent_};
             retry_.on_success(attempts_ + 1);
             return done({});
         }
@@ -271,8 +325,9 @@ private:
         return a;
     }
 
-    kv_action write_new(std::uint64_t version, std::uint64_t fence, precondition pc) {
+    kv_action write_new(std::uint64_t version, std::uint64_t fence, precondition pc, std::string recent) {
         inflight_ = kv_attempt{make_nonce(rng_), version, fence, std::move(pc)};
+        inflight_recent_ = std::move(recent);
         return send_inflight();
     }
     kv_action write_again() {
@@ -283,19 +338,20 @@ private:
         last_was_read_ = false;
         kv_action a;
         a.what = kv_action::type::write;
-        a.body = encode_kv(inflight_.version, inflight_.nonce, inflight_.fence, op_ != kv_op::erase, value_);
+        a.body = encode_kv(kv_body{inflight_.version, inflight_.nonce, inflight_.fence, inflight_recent_, op_ != kv_op::erase, value_});
         a.pc = inflight_.pc;
         return a;
     }
 
     // The next version over what the last read found (absent: version 1, written only if still absent).
     kv_action write_over_current() {
-        if (!current_exists_) return write_new(1, fence_over(0), precondition::absent());
+        if (!current_exists_) return write_new(1, fence_over(0), precondition::absent(), {});
         if (current_version_ == max_version) {
             diag_.message = "the key's version reached 2^64-1; it takes no more writes";
             return done(errc::invalid_argument);
         }
-        return write_new(current_version_ + 1, fence_over(current_fence_), precondition::matches(current_store_version_));
+        return write_new(current_version_ + 1, fence_over(current_fence_), precondition::matches(current_store_version_),
+                         kv_recent_after(current_nonce_, current_recent_));
     }
 
     // The fence a write leaves: the caller's token (checked to be at least the stored one), or the stored one kept.
@@ -346,14 +402,42 @@ private:
         return give_up(ec);
     }
 
-    // Forgets the writes in doubt that can no longer land: each was conditional on a version
-    // the record no longer has (`matches` of another version, or `absent` once the key exists;
-    // tombstones keep it existing).
-    void prune_doubts(std::optional<std::string> const& store_version) {
+    // Looks for the writes in doubt in a record read back (`found`; none: the key is absent):
+    // the one that landed, if any. A write whose version the record has reached is found by its
+    // nonce, in the record or among its recent writers, or it can never land (one write lands
+    // per version, and versions only rise) and is forgotten. Writes above the record's version
+    // stay in doubt: they may still land, and a stale read (a lagging replica) can show a
+    // record older than one of them that already did. A write more than kv_recent_writes
+    // versions below the record cannot be told: `lost_track_`.
+    std::optional<kv_attempt> settle(kv_body const* found) {
+        std::uint64_t const at = found ? found->version : 0;
+        std::optional<kv_attempt> landed;
         doubts_.keep_if([&](kv_attempt const& a) {
-            return store_version ? a.pc.which() == precondition::kind::matches && a.pc.version() == *store_version
-                                 : a.pc.which() == precondition::kind::absent;
+            if (a.version > at) return true;
+            std::uint64_t const below = at - a.version;
+            if (below == 0 && a.nonce == found->nonce) landed = a;
+            else if (below > 0 && below <= kv_recent_writes) {
+                if (kv_recent_at(found->recent, below - 1) == std::string_view(a.nonce).substr(0, kv_recent_digits)) landed = a;
+            } else if (below > kv_recent_writes) {
+                lost_track_ = true;
+            }
+            return false;
         });
+        return landed;
+    }
+
+    // True when a write in doubt was based on a version above what the read shows: the read
+    // came from a replica that lags behind this call's own view, and decides nothing.
+    bool read_is_stale(std::uint64_t found) const {
+        return doubts_.any([&](kv_attempt const& a) { return a.version > found + 1; });
+    }
+
+    // Reads again after the retry policy's pause (a stale read is a transient failure).
+    kv_action look_again() {
+        blame_.reset();
+        diag_.clear();
+        diag_.message = "a read showed the record older than a write this call already made (a lagging replica)";
+        return backoff(errc::unknown_outcome, /*always_read=*/true);
     }
 
     kv_action refuse(std::uint64_t found_version, bool live) {
@@ -367,8 +451,9 @@ private:
     }
 
     kv_action decide_absent() {
-        prune_doubts(std::nullopt);
+        settle(nullptr);
         if (stopping_) return stop();
+        if (read_is_stale(0)) return look_again();
         if (auto wait = after_settling()) return *wait;
         seen_.reset();
         current_exists_ = false;
@@ -398,15 +483,20 @@ private:
             diag_.message += " (key " + found.key + ")";
             return done(ec);
         }
-        seen_ = kv_seen{found.version, b.version, b.live, b.fence};
-        if (auto mine = doubts_.landed(b.nonce)) {
+        seen_ = kv_seen{found.version, b.version, b.live, b.fence, b.nonce, b.recent};
+        if (auto mine = settle(&b)) {
             settled_ = true;
             written_ = true;
             version_ = mine->version;
             retry_.on_success(attempts_ + 1);
             return done({});
         }
-        prune_doubts(found.version);
+        if (lost_track_) {
+            diag_.message = "a write of this call may have landed: the record moved on by more than " +
+                            std::to_string(kv_recent_writes) + " writes before it could be read back";
+            return done(errc::unknown_outcome);
+        }
+        if (!stopping_ && read_is_stale(b.version)) return look_again();
         if (stopping_) return stop();
         if (auto wait = after_settling()) return *wait;
         current_exists_ = true;
@@ -414,6 +504,8 @@ private:
         current_version_ = b.version;
         current_live_ = b.live;
         current_fence_ = b.fence;
+        current_nonce_ = b.nonce;
+        current_recent_ = b.recent;
         if (b.live) current_value_ = std::move(b.value);
         else current_value_.reset();
         if (expect_.fence && b.fence > *expect_.fence) {
@@ -492,7 +584,11 @@ private:
     std::string current_store_version_;
     std::uint64_t current_version_ = 0;
     std::uint64_t current_fence_ = 0;
+    std::string current_nonce_;
+    std::string current_recent_;
     std::optional<std::string> current_value_;
+    std::string inflight_recent_;
+    bool lost_track_ = false;
     std::uint64_t winning_ = 0;
 
     std::uint64_t version_ = 0;
