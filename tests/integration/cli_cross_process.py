@@ -6,10 +6,18 @@ Four `baton run` processes contend for one key. Each command appends
 to a shared log while it holds the lease. Mid-run, the first holder is killed
 with SIGKILL, and a later holder is frozen (SIGSTOP) past its TTL, then resumed.
 
+Each command also writes its token to a kv key every half second with
+`baton kv put --fence "$BATON_FENCING_TOKEN"` (and once more when it is
+terminated), logging `put TOKEN RC T0 T1`: the frozen holder's command keeps
+writing while its supervisor is stopped and another holder takes over.
+
 Checks: tokens strictly increase in start order; holding intervals never
 overlap, except where the frozen holder's command was still running; that
 command is terminated promptly after its supervisor resumes; the killed
-holder's command dies with it.
+holder's command dies with it. Fenced writes: every put exits 0 or 4 (fenced;
+1 after transient store errors is noted); no put with a lower token succeeds
+after a put with a higher token had succeeded (the store refused every stale
+one); the key ends with the highest token that succeeded, as its value.
 
 On a loaded machine a holder whose renewal stalls past its renew deadline
 loses the lease as documented: its command is terminated (`end ... term`) and
@@ -115,6 +123,50 @@ def s3_store():
     return "s3://%s/xproc" % bucket, env, removed, None
 
 
+def check_fenced_puts(baton, store, env, data_key, puts, errors_path, note):
+    """The fenced writes of a round: only exit 0 or 4 (1 noted: transient store errors); no stale
+    token landed after a higher one had; the key ends with the highest token that succeeded."""
+    failures = []
+    ok, refused, transient = [], 0, 0
+    for _, tok, rc, t0, t1 in puts:
+        tok, rc, t0, t1 = int(tok), int(rc), float(t0), float(t1)
+        if rc == 0:
+            ok.append((tok, t0, t1))
+        elif rc == 4:
+            refused += 1
+        elif rc == 1:
+            transient += 1
+        else:
+            failures.append("kv put --fence %d exited %d" % (tok, rc))
+    if failures or transient:
+        try:
+            with open(errors_path) as f:
+                note("kv put errors:\n  " + f.read().strip().replace("\n", "\n  "))
+        except OSError:
+            pass
+    # A put that succeeded ran between t0 and t1; one with a lower token that started after a higher one
+    # had finished succeeding landed on top of it: the store must have refused it.
+    for a_tok, a0, a1 in ok:
+        for b_tok, b0, b1 in ok:
+            if a_tok < b_tok and a0 > b1 + 0.02:  # /proc/uptime counts in 10 ms steps
+                failures.append("kv put with token %d succeeded after one with token %d had" % (a_tok, b_tok))
+    if ok:
+        got = subprocess.run([baton, "kv", "get", "--store", store, data_key, "--json"], env=env,
+                             capture_output=True, text=True, timeout=60)
+        if got.returncode != 0:
+            failures.append("kv get exited %d: %s" % (got.returncode, got.stderr.strip()))
+        else:
+            final = json.loads(got.stdout)
+            high = max(t for t, _, _ in ok)
+            # A put killed with its holder (no log line) may have landed too, with a token not below the fence.
+            if final["fence"] < high or final["value"] != str(final["fence"]):
+                failures.append("the key ended with value %s and fence %d; the highest token that succeeded was %d"
+                                % (final["value"], final["fence"], high))
+    note("fenced puts: %d succeeded, %d refused by the store (stale token), %d failed transiently"
+         % (len(ok), refused, transient))
+    return failures
+
+
 def run_round(baton, kind, round_id):
     """One round on a fresh store and key. Returns its failures (none: passed)."""
     def note(text):
@@ -139,13 +191,22 @@ def run_round(baton, kind, round_id):
         log = os.path.join(work, "log")
         open(log, "w").close()
         key = "xproc/" + uuid.uuid4().hex
+        data_key = key + ".data"
         q = shlex.quote(log)
-        # `sleep 10`: the frozen holder's command is surely still running when its supervisor resumes.
-        # The trap ends the sleep too, so that no orphan outlives the round.
-        child = ('read up _ < /proc/uptime; echo "start $BATON_FENCING_TOKEN $PPID $up" >> %s; '
+        put_errors = os.path.join(work, "put-errors")
+        # A fenced write of the holder's token, logged with its exit status and when it ran.
+        put = ('put() { read t0 _ < /proc/uptime; %s kv put --store %s --fence "$BATON_FENCING_TOKEN" %s '
+               '--value "$BATON_FENCING_TOKEN" >/dev/null 2>>%s; rc=$?; read t1 _ < /proc/uptime; '
+               'echo "put $BATON_FENCING_TOKEN $rc $t0 $t1" >> %s; }; ') % (
+                   shlex.quote(baton), shlex.quote(store), shlex.quote(data_key), shlex.quote(put_errors), q)
+        # Ten seconds of writes: the frozen holder's command is surely still running when its supervisor
+        # resumes. The trap logs the end first (its timing is checked), ends the sleep (no orphan outlives
+        # the round), then writes once more: a holder that was told it lost.
+        child = (put + 'read up _ < /proc/uptime; echo "start $BATON_FENCING_TOKEN $PPID $up" >> %s; '
                  'trap \'read up _ < /proc/uptime; echo "end $BATON_FENCING_TOKEN $PPID $up term" >> %s; '
-                 'kill $! 2>/dev/null; exit 143\' TERM; '
-                 'sleep 10 & wait; read up _ < /proc/uptime; echo "end $BATON_FENCING_TOKEN $PPID $up" >> %s') % (q, q, q)
+                 'kill $! 2>/dev/null; put; exit 143\' TERM; '
+                 'i=0; while [ $i -lt 20 ]; do put; sleep 0.5 & wait; i=$((i+1)); done; '
+                 'read up _ < /proc/uptime; echo "end $BATON_FENCING_TOKEN $PPID $up" >> %s') % (q, q, q)
         for i in range(HOLDERS):
             out_path = os.path.join(work, "holder-%d.out" % i)
             with open(out_path, "w") as out:
@@ -198,7 +259,10 @@ def run_round(baton, kind, round_id):
             codes[p.pid] = p.returncode
 
         with open(log) as f:
-            lines = [l.split() for l in f if l.strip()]
+            all_lines = [l.split() for l in f if l.strip()]
+        lines = [l for l in all_lines if l[0] in ("start", "end")]
+        failures.extend(check_fenced_puts(baton, store, env, data_key, [l for l in all_lines if l[0] == "put"],
+                                          put_errors, note))
         intervals = {}  # token -> [pid, start, end, ended by the TERM trap]
         order = []
         for l in lines:
