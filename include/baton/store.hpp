@@ -28,6 +28,13 @@
 
     Backends are cheap handles: copies talk to the same store.
 
+    Reads return the latest applied write (S3's strong read-after-write
+    consistency, DynamoDB's `ConsistentRead`, the file and memory stores).
+    The recipes stay safe against a lagging replica all the same (nothing is
+    applied twice, no acknowledged write is lost; the sim kit injects stale
+    reads), but a verdict that writes nothing (a refused condition, an erase
+    of an erased key) trusts the read it was made from.
+
     Outcomes that cannot be known (a timeout after the request was sent, a
     5xx, S3's 409) are reported as such (`errc::timeout`,
     `errc::service_unavailable`, `errc::conflict`, `errc::unknown_outcome`);

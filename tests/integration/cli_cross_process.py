@@ -7,9 +7,9 @@ to a shared log while it holds the lease. Mid-run, the first holder is killed
 with SIGKILL, and a later holder is frozen (SIGSTOP) past its TTL, then resumed.
 
 Each command also writes its token to a kv key every half second with
-`baton kv put --fence "$BATON_FENCING_TOKEN"` (and once more when it is
-terminated), logging `put TOKEN RC T0 T1`: the frozen holder's command keeps
-writing while its supervisor is stopped and another holder takes over.
+`baton kv put --fence "$BATON_FENCING_TOKEN"`, logging `put TOKEN RC T0 T1`:
+the frozen holder's command keeps writing while its supervisor is stopped and
+another holder takes over.
 
 Checks: tokens strictly increase in start order; holding intervals never
 overlap, except where the frozen holder's command was still running; that
@@ -200,12 +200,12 @@ def run_round(baton, kind, round_id):
                'echo "put $BATON_FENCING_TOKEN $rc $t0 $t1" >> %s; }; ') % (
                    shlex.quote(baton), shlex.quote(store), shlex.quote(data_key), shlex.quote(put_errors), q)
         # Ten seconds of writes: the frozen holder's command is surely still running when its supervisor
-        # resumes. The trap logs the end first (its timing is checked), ends the sleep (no orphan outlives
-        # the round), then writes once more: a holder that was told it lost.
+        # resumes, and writes with its old token meanwhile. Puts and sleeps run in the background so
+        # that a TERM is handled at once; the trap ends the sleep too, so that no orphan outlives the round.
         child = (put + 'read up _ < /proc/uptime; echo "start $BATON_FENCING_TOKEN $PPID $up" >> %s; '
                  'trap \'read up _ < /proc/uptime; echo "end $BATON_FENCING_TOKEN $PPID $up term" >> %s; '
-                 'kill $! 2>/dev/null; put; exit 143\' TERM; '
-                 'i=0; while [ $i -lt 20 ]; do put; sleep 0.5 & wait; i=$((i+1)); done; '
+                 'kill $! 2>/dev/null; exit 143\' TERM; '
+                 'i=0; while [ $i -lt 20 ]; do put & wait $!; sleep 0.5 & wait $!; i=$((i+1)); done; '
                  'read up _ < /proc/uptime; echo "end $BATON_FENCING_TOKEN $PPID $up" >> %s') % (q, q, q)
         for i in range(HOLDERS):
             out_path = os.path.join(work, "holder-%d.out" % i)

@@ -237,8 +237,13 @@ private:
         updates_[id] = key;
         if (broken_) return hand_rolled_update(c, key, id);
         bool const cancel = maybe_cancel(c);
-        auto done = finish(c, id, cancel, [this, id](baton::kv_write_result const&) { done_updates_.insert(id); });
-        auto fn = [id](std::optional<baton::kv_entry> const& cur) -> std::optional<std::string> {
+        auto done = finish(c, id, cancel, [this, id](baton::kv_write_result const& r) {
+            if (r.written) done_updates_.insert(id);
+            else unchanged_updates_.insert(id);
+        });
+        // Not a pure function of the value: some rounds decide to leave the counter alone.
+        auto fn = [this, id](std::optional<baton::kv_entry> const& cur) -> std::optional<std::string> {
+            if (sched_.uniform() < 0.05) return std::nullopt;
             auto ids = cur ? update_ids(cur->value) : std::vector<std::string>{};
             std::string v = std::to_string(ids.size() + 1);
             for (auto const& i : ids) v += ' ' + i;
@@ -303,7 +308,7 @@ private:
                 cond = kv_condition::version(e->version);
                 w.named = e->version;
             }
-            bool const erase = e && u > 0.6 && u < 0.8; // only with a version named
+            bool const erase = e && ((u > 0.6 && u < 0.8) || u > 0.95); // with a version named, or none
             w.erase = erase;
             bool const cancel = maybe_cancel(c);
             auto done = finish(c, id, cancel, [this, w](baton::kv_write_result const& r) {
@@ -379,6 +384,8 @@ private:
             if (n > 1) violate("(k2) update " + id + " landed " + std::to_string(n) + " times:" + where_applied[id]);
         for (auto const& id : done_updates_)
             if (!times_applied.count(id)) violate("(k2) update " + id + " reported done, never landed");
+        for (auto const& id : unchanged_updates_)
+            if (times_applied.count(id)) violate("(k2) update " + id + " reported writing nothing, but landed");
         for (auto const& id : failed_)
             if (times_applied.count(id)) violate("(k2) " + id + " reported failed without doubt, but landed (" + why_failed_[id] + ")");
         for (auto const& [value, l] : puts)
@@ -418,7 +425,7 @@ private:
     bool stopping_ = false;
     std::set<std::string> pending_;
     std::map<std::string, std::string> updates_;
-    std::set<std::string> done_updates_, failed_;
+    std::set<std::string> done_updates_, unchanged_updates_, failed_;
     std::map<std::string, std::string> why_failed_;
     std::vector<acked_write> acked_;
     kv_outcome out_;

@@ -197,7 +197,8 @@ public:
     static constexpr std::uint64_t max_version = ~std::uint64_t(0);
 
     kv_write_machine(kv_op op, std::string value, kv_expect expect, std::optional<kv_seen> known, Retry& retry, Rng& rng)
-        : op_(op), value_(std::move(value)), expect_(expect), known_(std::move(known)), retry_(retry), rng_(rng) {}
+        : op_(op), value_(std::move(value)), expect_(expect), known_(std::move(known)), retry_(retry), rng_(rng),
+          floor_(known_ ? known_->version : 0) {}
 
     // The first step: one request when what this client saw last lets it name the version to
     // replace (`matches` then checks that it still holds); a read first otherwise. A guess is
@@ -233,12 +234,16 @@ public:
         }
         diag_ = r.diag;
         if (ec == errc::precondition_failed || ec == errc::not_found) {
-            // Refused: the record is not what the write assumed. Contention counts only
-            // where the caller asked for no particular version (a version or absent
-            // condition gets its verdict from the next read).
-            if (expect_.which == kv_expect::kind::none && ++rounds_ > max_contention_rounds) {
-                diag_.message = "the record changed under " + std::to_string(max_contention_rounds) +
-                                " writes in a row (heavy contention on one key)";
+            // Refused: the record is not what the write assumed. A condition normally gets its
+            // verdict from the next read; rounds are counted all the same, so that a store that
+            // keeps refusing writes its reads say should pass (a lagging replica, a store that
+            // mishandles If-Match) is paced and then reported, not hammered forever.
+            if (++rounds_ > max_contention_rounds) {
+                diag_.message = expect_.which == kv_expect::kind::none
+                                    ? "the record changed under " + std::to_string(max_contention_rounds) +
+                                          " writes in a row (heavy contention on one key)"
+                                    : "the store refused " + std::to_string(max_contention_rounds) +
+                                          " writes in a row whose condition its reads showed to hold";
                 return done(errc::precondition_failed);
             }
             if (rounds_ <= 2) {
@@ -289,6 +294,8 @@ public:
     // update: the new value, or nothing to leave the record as it is.
     kv_action on_computed(std::optional<std::string> value) {
         if (!value) {
+            // Nothing to write, but an earlier round's write may still land: settle it first.
+            if (!doubts_.empty()) return look_again();
             version_ = current_live_ ? current_version_ : 0;
             return done({});
         }
@@ -436,7 +443,8 @@ private:
     kv_action look_again() {
         blame_.reset();
         diag_.clear();
-        diag_.message = "a read showed the record older than a write this call already made (a lagging replica)";
+        diag_.message = "reads showed the record older than this call knows it to be (a lagging replica), or a "
+                        "write of it still in doubt";
         return backoff(errc::unknown_outcome, /*always_read=*/true);
     }
 
@@ -453,7 +461,7 @@ private:
     kv_action decide_absent() {
         settle(nullptr);
         if (stopping_) return stop();
-        if (read_is_stale(0)) return look_again();
+        if (read_is_stale(0) || floor_ > 0) return look_again();
         if (auto wait = after_settling()) return *wait;
         seen_.reset();
         current_exists_ = false;
@@ -481,6 +489,10 @@ private:
         if (auto ec = decode_kv(found.body, b, d)) {
             diag_ = d;
             diag_.message += " (key " + found.key + ")";
+            if (!doubts_.empty()) { // ours may have landed before something else overwrote the key
+                diag_.message = "a write of this call may have landed; the key now holds something else: " + diag_.message;
+                return done(errc::unknown_outcome);
+            }
             return done(ec);
         }
         seen_ = kv_seen{found.version, b.version, b.live, b.fence, b.nonce, b.recent};
@@ -496,7 +508,8 @@ private:
                             std::to_string(kv_recent_writes) + " writes before it could be read back";
             return done(errc::unknown_outcome);
         }
-        if (!stopping_ && read_is_stale(b.version)) return look_again();
+        if (!stopping_ && (read_is_stale(b.version) || b.version < floor_)) return look_again();
+        floor_ = std::max(floor_, b.version);
         if (stopping_) return stop();
         if (auto wait = after_settling()) return *wait;
         current_exists_ = true;
@@ -521,8 +534,8 @@ private:
         case kv_op::erase:
             if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
             if (!b.live) {
-                version_ = b.version;
-                return done({}); // already erased
+                version_ = 0;
+                return done({}); // already erased: no value
             }
             return write_over_current();
         case kv_op::put:
@@ -589,6 +602,9 @@ private:
     std::optional<std::string> current_value_;
     std::string inflight_recent_;
     bool lost_track_ = false;
+    // The highest version this call knows the key reached (its cache, every record it saw):
+    // versions only rise and records are never removed, so a read below it is a lagging replica.
+    std::uint64_t floor_ = 0;
     std::uint64_t winning_ = 0;
 
     std::uint64_t version_ = 0;
