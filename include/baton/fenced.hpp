@@ -14,8 +14,9 @@
     Equal tokens are accepted: one holder writes as often as it likes.
 
     Cost: one request when this object already knows the key's version (its
-    last read or write of the key), a read plus a conditional write
-    otherwise. An ambiguous answer (timeout, 5xx, S3 409, throttled, a
+    last read or write of the key), or on a store with a fenced-write hook
+    (DynamoDB: a condition on the token it keeps, `fenced_put_hook`); a read
+    plus a conditional write otherwise. An ambiguous answer (timeout, 5xx, S3 409, throttled, a
     cancellation after sending) is settled by reading the record back and
     looking for the write's nonce before anything is retried or reported.
 */
@@ -45,6 +46,19 @@
 #include <utility>
 
 namespace baton {
+
+/** A Backend with a fenced-write hook: one conditional write that the store itself checks
+    against the fencing token it keeps (`dynamodb_backend`). `b.async_put_fenced(key, body,
+    token, known_version, h)`, completion `void(error_code, put_result)`: applied when the key
+    is absent, its stored token is below `token`, or it is still `known_version` (when given)
+    with a stored token of at most `token`; `precondition_failed` otherwise. `basic_fenced`
+    uses it when present (detected at compile time): a first write costs one request.
+*/
+template <class B>
+concept fenced_put_hook = requires(B& b, std::string s, std::uint64_t t, std::optional<std::string> v,
+                                   detail::archetype_handler<void(error_code, put_result)> h) {
+    b.async_put_fenced(s, s, t, v, std::move(h));
+};
 
 /// A fenced record as read: its value, the highest token it accepted, and its store version.
 struct fenced_value {
@@ -189,7 +203,7 @@ private:
         template <class Self>
         void operator()(Self& self) {
             self.reset_cancellation_state(boost::asio::enable_terminal_cancellation());
-            m = std::make_unique<machine>(std::move(value), token, st->cached(key), st->retry, st->rng);
+            m = std::make_unique<machine>(std::move(value), token, st->cached(key), st->retry, st->rng, fenced_put_hook<Backend>);
             step(self, m->start());
         }
         template <class Self>
@@ -231,6 +245,14 @@ private:
                     return backend.async_get(std::move(k), boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), std::move(self)));
                 return backend.async_get(std::move(k), std::move(self));
             case t::write:
+                if constexpr (fenced_put_hook<Backend>) {
+                    if (a.hooked) {
+                        std::optional<std::string> known;
+                        if (a.pc.which() == precondition::kind::matches) known = a.pc.version();
+                        std::uint64_t const tok = token;
+                        return backend.async_put_fenced(std::move(k), std::move(a.body), tok, std::move(known), std::move(self));
+                    }
+                }
                 return backend.async_put(std::move(k), std::move(a.body), std::move(a.pc), std::move(self));
             case t::wait:
                 if (!timer) timer = std::make_unique<typename state::timer>(st->ex);

@@ -685,6 +685,45 @@ TEST_CASE("fenced writes on dynalite: a paused holder taken over is refused by t
     test_common::check_same_token_writers_all_land<baton::dynamodb_backend>(make, "counter", 16, 2);
 }
 
+TEST_CASE("fenced writes on dynalite take one request: the table checks the token itself") {
+    REQUIRE_DYNAMODB(env);
+    table_fixture f(env, "fenced1");
+    asio::io_context ioc;
+    static_assert(baton::fenced_put_hook<baton::dynamodb_backend>);
+    auto write = [&](std::uint64_t token, std::string value) {
+        baton::basic_fenced<baton::dynamodb_backend> fresh(ioc.get_executor(), baton::dynamodb_backend(ioc.get_executor(), params_for(env, f.table)));
+        std::optional<baton::error_code> ec;
+        baton::fenced_write_result r;
+        fresh.async_write("shard/9", std::move(value), token, [&](baton::error_code e, baton::fenced_write_result res) { ec = e; r = std::move(res); });
+        ioc.restart();
+        while (!ec) ioc.run_one();
+        INFO(r.diag.to_string());
+        return std::make_pair(*ec, r);
+    };
+    auto [e1, r1] = write(3, "first holder");
+    REQUIRE_FALSE(e1);
+    CHECK(r1.requests == 1); // a new key: no read first
+    auto [e2, r2] = write(5, "next holder");
+    REQUIRE_FALSE(e2);
+    CHECK(r2.requests == 1); // a higher token: no read first
+    auto [e3, r3] = write(4, "stale holder");
+    CHECK(e3 == baton::errc::fenced);
+    CHECK(r3.winning_token == 5);
+    CHECK(r3.requests == 1); // refused by the table (the backend fetches the current item with the refusal)
+    auto [e4, r4] = write(5, "same holder, another process");
+    REQUIRE_FALSE(e4);
+    CHECK(r4.requests == 2); // an equal token needs the version: refused, then written on the version
+    baton::basic_fenced<baton::dynamodb_backend> reader(ioc.get_executor(), baton::dynamodb_backend(ioc.get_executor(), params_for(env, f.table)));
+    std::optional<baton::error_code> rec;
+    std::optional<baton::fenced_value> v;
+    reader.async_read("shard/9", [&](baton::error_code e, std::optional<baton::fenced_value> got) { rec = e; v = std::move(got); });
+    ioc.restart();
+    while (!rec) ioc.run_one();
+    REQUIRE(v);
+    CHECK(v->value == "same holder, another process");
+    CHECK(v->token == 5);
+}
+
 TEST_CASE("kv on dynalite: 200 concurrent updates of one key each applied once; erase, re-create, fences") {
     REQUIRE_DYNAMODB(env);
     table_fixture f(env, "kv");

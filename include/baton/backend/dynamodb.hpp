@@ -402,6 +402,23 @@ public:
             token, *this, std::move(key), std::move(body), std::move(pc));
     }
 
+    /** The fenced-write hook (`basic_fenced` uses it when present): writes `key` in one
+        request, conditional on the fencing token kept in the item's `fence` attribute: applied
+        when the item is absent, its fence is below `token`, or it is still `known_version`
+        with a fence of at most `token`. Completion: `void(error_code, put_result)`, as
+        `async_put` (`precondition_failed` with the current item on refusal).
+    */
+    template <class Token>
+    auto async_put_fenced(std::string key, std::string body, std::uint64_t token, std::optional<std::string> known_version,
+                          Token&& tok) {
+        return boost::asio::async_initiate<Token, void(error_code, put_result)>(
+            [](auto handler, dynamodb_backend self, std::string k, std::string b, std::uint64_t t, std::optional<std::string> v) {
+                self.start_put(put_handler(std::move(handler)), std::move(k), std::move(b), precondition::absent(),
+                               fenced_condition{t, std::move(v)});
+            },
+            tok, *this, std::move(key), std::move(body), token, std::move(known_version));
+    }
+
     /// Deletes `key` if `pc` holds. Completion: `void(error_code, erase_result)`.
     template <class Token>
     auto async_erase(std::string key, precondition pc, Token&& token) {
@@ -595,7 +612,13 @@ private:
     }
 
     // ---- put ---------------------------------------------------------------------
-    void start_put(put_handler h, std::string key, std::string body, precondition pc) const {
+    struct fenced_condition {
+        std::uint64_t token;
+        std::optional<std::string> known_version;
+    };
+
+    void start_put(put_handler h, std::string key, std::string body, precondition pc,
+                   std::optional<fenced_condition> fence = std::nullopt) const {
         put_result out;
         if (auto ec = check_key(key, out.diag)) return complete(std::move(h), ec, std::move(out));
         if (body.size() > st_->params.max_body_bytes) {
@@ -604,7 +627,10 @@ private:
             return complete(std::move(h), error_code(errc::invalid_argument), std::move(out));
         }
         std::string version = st_->random_hex();
-        std::string req = detail::dynamodb::put_item_request(st_->table(), key, body, version, pc);
+        std::string req = fence ? detail::dynamodb::fenced_put_item_request(
+                                      st_->table(), key, body, version, fence->token,
+                                      fence->known_version ? std::optional<std::string_view>(*fence->known_version) : std::nullopt)
+                                : detail::dynamodb::put_item_request(st_->table(), key, body, version, pc);
         auto slot = boost::asio::get_associated_cancellation_slot(h);
         bool const conditional = pc.which() != precondition::kind::none;
         call("PutItem", std::move(req), slot,

@@ -50,6 +50,8 @@ namespace json = boost::json;
 inline constexpr std::string_view version_attribute = "ver";
 /// Attribute holding the record's bytes.
 inline constexpr std::string_view body_attribute = "body";
+// The highest fencing token a fenced write to the item carried (a number; fenced writes only).
+inline constexpr std::string_view fence_attribute = "fence";
 /// Bodies larger than this are not searched for typed attributes.
 inline constexpr std::size_t max_typed_source_bytes = 64 * 1024;
 /// At most this many typed attributes per item.
@@ -289,7 +291,7 @@ inline json::object typed_attributes(table_ref t, std::string_view body) {
         if (out.size() == max_typed_attributes) break;
         std::string_view const name(field.key().data(), field.key().size());
         if (name.empty() || name.size() > max_typed_name_bytes || name == t.pk || name == version_attribute ||
-            name == body_attribute || out.contains(name))
+            name == body_attribute || name == fence_attribute || out.contains(name))
             continue;
         json::value const& x = field.value();
         json::object typed;
@@ -327,6 +329,47 @@ inline std::string put_item_request(table_ref t, std::string_view key, std::stri
     req["TableName"] = t.table;
     req["Item"] = std::move(item);
     add_condition(req, t, pc);
+    return json::serialize(req);
+}
+
+/** PutItem of a fenced write: the item keeps `token` in `fence`, and the write is conditional
+    on the token: the item is absent, or its fence is below `token`, or (when `known_version`
+    is given) the item is still that version and its fence, if any, is at most `token`. A
+    fence equal to `token` needs the version, so that a delayed write of one holder can never
+    land over a later write of the same holder.
+*/
+inline std::string fenced_put_item_request(table_ref t, std::string_view key, std::string_view body, std::string_view version,
+                                           std::uint64_t token, std::optional<std::string_view> known_version) {
+    json::object item;
+    item[t.pk] = string_value(key);
+    item[version_attribute] = version_value(version);
+    json::object b;
+    if (is_utf8(body))
+        b["S"] = body;
+    else
+        b["B"] = base64_encode(body);
+    item[body_attribute] = std::move(b);
+    json::object n;
+    n["N"] = std::to_string(token);
+    item[fence_attribute] = n;
+    json::object req;
+    req["TableName"] = t.table;
+    req["Item"] = std::move(item);
+    json::object names;
+    names["#k"] = t.pk;
+    names["#f"] = fence_attribute;
+    json::object values;
+    values[":t"] = std::move(n);
+    std::string cond = "attribute_not_exists(#k) OR #f < :t";
+    if (known_version) {
+        cond += " OR (#v = :v AND (attribute_not_exists(#f) OR #f <= :t))";
+        names["#v"] = version_attribute;
+        values[":v"] = version_value(*known_version);
+    }
+    req["ConditionExpression"] = std::move(cond);
+    req["ExpressionAttributeNames"] = std::move(names);
+    req["ExpressionAttributeValues"] = std::move(values);
+    req["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD";
     return json::serialize(req);
 }
 

@@ -85,6 +85,7 @@ struct fenced_action {
     type what = type::done;
     std::string body;                       // write
     precondition pc = precondition::none(); // write
+    bool hooked = false;                    // write: through the store's fenced-write hook (`matches` names the known version, `absent` none)
     std::chrono::nanoseconds delay{0};      // wait
     error_code ec;                          // done
 };
@@ -98,13 +99,18 @@ public:
     // on, after a jittered pause).
     static constexpr unsigned max_contention_rounds = 64;
 
-    fenced_write_machine(std::string value, std::uint64_t token, std::optional<fenced_seen> known, Retry& retry, Rng& rng)
-        : value_(std::move(value)), token_(token), known_(std::move(known)), retry_(retry), rng_(rng) {}
+    // `hook`: the store checks the token itself in one conditional write (DynamoDB), so no read
+    // is needed before a first write.
+    fenced_write_machine(std::string value, std::uint64_t token, std::optional<fenced_seen> known, Retry& retry, Rng& rng,
+                         bool hook = false)
+        : value_(std::move(value)), token_(token), known_(std::move(known)), retry_(retry), rng_(rng), hook_(hook) {}
 
     // The first step: one request when the version is known and its token is not above ours
-    // (`matches` then guarantees the record still holds it); a read first otherwise.
+    // (`matches` then guarantees the record still holds it), or when the store checks tokens
+    // itself; a read first otherwise.
     fenced_action start() {
         if (known_ && known_->token <= token_) return write(precondition::matches(known_->version));
+        if (hook_ && !known_) return write(precondition::absent());
         return read();
     }
 
@@ -199,6 +205,7 @@ private:
         a.what = fenced_action::type::write;
         a.body = encode_fenced(token_, inflight_.nonce, value_);
         a.pc = std::move(pc);
+        a.hooked = hook_;
         return a;
     }
 
@@ -275,6 +282,7 @@ private:
     std::optional<fenced_seen> known_;
     Retry& retry_;
     Rng& rng_;
+    bool hook_ = false;
     fenced_attempt inflight_;
     precondition last_pc_ = precondition::none();
     settlement_ledger<fenced_attempt> doubts_;
