@@ -12,7 +12,9 @@
 //        accepted by then;
 //   (h4) every write completes, and only with a documented outcome (success,
 //        fenced, unknown_outcome, operation_aborted, or a transient error
-//        once the retry policy gave up); never foreign_record, invalid_*.
+//        once the retry policy gave up); never foreign_record, invalid_*;
+//   (h5) per key, one writer's writes land in the order it made them: a write
+//        delayed in the network never lands over a later one of the same writer.
 //
 // BATON_SIM_SEEDS (a quarter of it) / BATON_SIM_FIRST / BATON_SIM_SEED / BATON_SIM_MAX_FAILURES
 // as for the lease suite (test_common/sim_seeds.hpp).
@@ -68,9 +70,6 @@ std::vector<applied_write> fenced_writes(test_common::applied_log const& log) {
 }
 
 using test_common::applied_log;
-using test_common::recording_backend;
-using net_t = sim::faulty_backend<recording_backend>;
-using fenced_t = baton::basic_fenced<net_t, sim::manual_clock>;
 using timer_t = asio::basic_waitable_timer<virtual_clock, asio::wait_traits<virtual_clock>, asio::any_io_executor>;
 
 struct fenced_outcome {
@@ -82,11 +81,17 @@ struct fenced_outcome {
     }
 };
 
-class fenced_sim {
+// `Store`: the recording memory store, with or without the fenced-write hook (one conditional
+// write checked against the stored token, as DynamoDB does it).
+template <class Store>
+class basic_fenced_sim {
+    using net_t = sim::faulty_backend<Store>;
+    using fenced_t = baton::basic_fenced<net_t, sim::manual_clock>;
+
 public:
     // `check_then_write`: the writers check the token themselves and write unconditionally (what
     // fencing by caller discipline does), only to prove that the checker catches it.
-    explicit fenced_sim(std::uint64_t seed, bool check_then_write = false) : sched_(seed), broken_(check_then_write) {}
+    explicit basic_fenced_sim(std::uint64_t seed, bool check_then_write = false) : sched_(seed), broken_(check_then_write) {}
 
     fenced_outcome run() {
         auto log = std::make_shared<applied_log>();
@@ -105,7 +110,7 @@ public:
         fp.delay = std::max(maybe(0.1), 0.02);
         if (sched_.uniform() < 0.2) fp.stale_read = sched_.uniform() * 0.2;
         fp.max_extra_delay = sched_.uniform() < 0.3 ? 60s : 3s; // far beyond the 2 s client timeout
-        net_t net(recording_backend(baton::memory_backend(sched_.get_executor()), log), sched_.get_executor(),
+        net_t net(Store(baton::memory_backend(sched_.get_executor()), log), sched_.get_executor(),
                   sched_.rng()(), fp);
         net_ = &net;
 
@@ -135,12 +140,21 @@ public:
         // (h2): everything reported successful was applied, with its token.
         std::set<std::pair<std::string, std::string>> applied_values;
         std::map<std::string, std::uint64_t> high;
+        std::map<std::pair<std::string, std::string>, int> last_n;
         for (auto const& a : fenced_writes(*log)) {
             if (a.token < high[a.key]) // (h1)
                 violate("(h1) " + a.key + ": token " + std::to_string(a.token) + " applied after token " +
                         std::to_string(high[a.key]) + " (" + a.value + ")");
             high[a.key] = std::max(high[a.key], a.token);
             applied_values.insert({a.key, a.value});
+            // "w<index>-<n>-t<token>": the writer's n-th write.
+            auto const dash = a.value.find('-'), dash2 = a.value.find('-', dash + 1);
+            std::string const writer = a.value.substr(0, dash);
+            int const n = std::stoi(a.value.substr(dash + 1, dash2 - dash - 1));
+            int& last = last_n[{a.key, writer}];
+            if (n < last) // (h5)
+                violate("(h5) " + a.key + ": " + a.value + " landed after " + writer + "'s write " + std::to_string(last));
+            last = std::max(last, n);
         }
         for (auto const& [key, value] : acknowledged_)
             if (!applied_values.count({key, value})) violate("(h2) " + value + " on " + key + " reported written, never applied");
@@ -286,6 +300,10 @@ private:
     fenced_outcome out_;
 };
 
+using fenced_sim = basic_fenced_sim<test_common::recording_backend>;
+using hooked_fenced_sim = basic_fenced_sim<test_common::hooked_recording_backend>;
+using naive_hooked_fenced_sim = basic_fenced_sim<test_common::naive_hooked_recording_backend>;
+
 } // namespace
 
 TEST_SUITE("simulation") {
@@ -304,6 +322,23 @@ TEST_CASE("fenced writes: stale tokens never land, acknowledged writes landed, r
         CHECK(total.fenced > 0);
         CHECK(total.settled > 0);
     }
+}
+
+TEST_CASE("fenced writes through a store's fenced-write hook (DynamoDB's one request): the same properties") {
+    auto const range = test_common::seed_range::from_env(8);
+    fenced_outcome total;
+    std::uint64_t const failed = test_common::run_seeds(range, total, [](std::uint64_t s) { return hooked_fenced_sim(s).run(); }, 10);
+    MESSAGE(range.count << " seeds with the hook: " << total.writes << " fenced writes; " << total.ok << " written ("
+                        << total.settled << " settled by reading back), " << total.fenced << " fenced, " << total.unknown
+                        << " unknown outcome, " << total.aborted << " cancelled, " << total.transient << " failed transiently");
+    CHECK(failed == 0);
+}
+
+TEST_CASE("the fenced checker bites: a hook that lets an equal token through without the version is caught") {
+    std::uint64_t const runs = 50;
+    auto const f = test_common::count_flagged(runs, "(h5)", [](std::uint64_t s) { return naive_hooked_fenced_sim(s).run(); });
+    MESSAGE("naive hook (fence <= token): " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
 }
 
 TEST_CASE("the fenced checker bites: writers that check the token themselves and write unconditionally are caught") {

@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -175,6 +176,17 @@ public:
     auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
         return run<put_result>(std::forward<Token>(token), true, [key, body, pc](Backend& b, auto h) mutable {
             b.async_put(std::move(key), std::move(body), std::move(pc), std::move(h));
+        });
+    }
+
+    /// The fenced-write hook of the wrapped backend (when it has one), with the faults of a put.
+    template <class Token, class B = Backend>
+        requires requires(B& b, std::string s, std::uint64_t t, std::optional<std::string> v,
+                          detail::archetype_handler<void(error_code, put_result)> h) { b.async_put_fenced(s, s, t, v, std::move(h)); }
+    auto async_put_fenced(std::string key, std::string body, std::uint64_t fence, std::optional<std::string> known_version,
+                          Token&& token) {
+        return run<put_result>(std::forward<Token>(token), true, [key, body, fence, known_version](Backend& b, auto h) mutable {
+            b.async_put_fenced(std::move(key), std::move(body), fence, std::move(known_version), std::move(h));
         });
     }
 

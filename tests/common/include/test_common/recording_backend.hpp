@@ -4,7 +4,11 @@
 #define BATON_TEST_COMMON_RECORDING_BACKEND_HPP
 
 #include <baton/backend/memory.hpp>
+#include <baton/detail/fenced_machine.hpp>
 #include <baton/store.hpp>
+
+#include <cstdint>
+#include <optional>
 
 #include <memory>
 #include <string>
@@ -21,11 +25,18 @@ struct applied_put {
 using applied_log = std::vector<applied_put>;
 
 // The memory store, recording every put it applies. Sits under the faulty network.
-class recording_backend {
+// `Hook`: it also offers the fenced-write hook with DynamoDB's semantics (the token of a
+// fenced record stands for the item's `fence` attribute), checked atomically; `naive`: the
+// condition people write first (a fence at most the token, no version), only to prove that
+// the simulation catches what it lets through.
+enum class fenced_hook { none, dynamodb, naive };
+
+template <fenced_hook Hook>
+class basic_recording_backend {
 public:
     using executor_type = baton::memory_backend::executor_type;
 
-    recording_backend(baton::memory_backend inner, std::shared_ptr<applied_log> log)
+    basic_recording_backend(baton::memory_backend inner, std::shared_ptr<applied_log> log)
         : inner_(std::move(inner)), log_(std::move(log)) {}
 
     executor_type get_executor() const { return inner_.get_executor(); }
@@ -45,6 +56,25 @@ public:
                          });
     }
     template <class Handler>
+        requires(Hook != fenced_hook::none)
+    void async_put_fenced(std::string key, std::string body, std::uint64_t token, std::optional<std::string> known, Handler&& h) {
+        // As fenced_put_item_request's condition: absent, a lower fence, or the known version with a fence at most `token`.
+        auto const cur = inner_.peek(key);
+        bool ok = !cur;
+        if (cur) {
+            baton::detail::fenced_body b;
+            baton::diagnostics d;
+            bool const has_fence = !baton::detail::decode_fenced(cur->body, b, d);
+            ok = Hook == fenced_hook::naive
+                     ? has_fence && b.token <= token
+                     : (has_fence && b.token < token) || (known && cur->version == *known && (!has_fence || b.token <= token));
+        }
+        // The memory store applies a put in its initiating function: the check and the write are one step.
+        auto pc = !ok ? baton::precondition::matches("refused by the fence condition")
+                      : cur ? baton::precondition::matches(cur->version) : baton::precondition::absent();
+        async_put(std::move(key), std::move(body), std::move(pc), std::forward<Handler>(h));
+    }
+    template <class Handler>
     void async_erase(std::string key, baton::precondition pc, Handler&& h) {
         inner_.async_erase(std::move(key), std::move(pc), std::forward<Handler>(h));
     }
@@ -62,7 +92,11 @@ private:
     std::shared_ptr<applied_log> log_;
 };
 
+using recording_backend = basic_recording_backend<fenced_hook::none>;
+using hooked_recording_backend = basic_recording_backend<fenced_hook::dynamodb>;
+using naive_hooked_recording_backend = basic_recording_backend<fenced_hook::naive>;
 static_assert(baton::record_store<recording_backend>);
+static_assert(baton::record_store<hooked_recording_backend>);
 
 } // namespace test_common
 
