@@ -86,20 +86,7 @@ public:
 
     kv_outcome run() {
         log_ = std::make_shared<test_common::applied_log>();
-        sim::fault_profile fp;
-        auto maybe = [&](double hi) { return sched_.uniform() < 0.6 ? sched_.uniform() * hi : 0.0; };
-        fp.drop_request = maybe(0.08);
-        fp.drop_response = maybe(0.08);
-        fp.conflict = maybe(0.05);
-        fp.precondition = maybe(0.03);
-        fp.server_error = maybe(0.05);
-        fp.unavailable = maybe(0.05);
-        fp.throttle = maybe(0.05);
-        fp.throttle_applied = maybe(0.03);
-        fp.duplicate = maybe(0.05);
-        fp.delay = std::max(maybe(0.1), 0.02);
-        if (sched_.uniform() < 0.2) fp.stale_read = sched_.uniform() * 0.2;
-        fp.max_extra_delay = sched_.uniform() < 0.3 ? 60s : 3s; // far beyond the 2 s client timeout
+        sim::fault_profile const fp = test_common::random_write_faults(sched_);
         net_t net(test_common::recording_backend(baton::memory_backend(sched_.get_executor()), log_), sched_.get_executor(),
                   sched_.rng()(), fp);
         net_ = &net;

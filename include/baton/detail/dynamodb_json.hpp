@@ -313,8 +313,8 @@ inline json::object typed_attributes(table_ref t, std::string_view body) {
 }
 
 /// PutItem of a whole record under `pc`, writing `version`.
-inline std::string put_item_request(table_ref t, std::string_view key, std::string_view body,
-                                    std::string_view version, precondition const& pc) {
+// The item of a record: its key, version and body (S when UTF-8, else B).
+inline json::object record_item(table_ref t, std::string_view key, std::string_view body, std::string_view version) {
     json::object item;
     item[t.pk] = string_value(key);
     item[version_attribute] = version_value(version);
@@ -324,6 +324,12 @@ inline std::string put_item_request(table_ref t, std::string_view key, std::stri
     else
         b["B"] = base64_encode(body);
     item[body_attribute] = std::move(b);
+    return item;
+}
+
+inline std::string put_item_request(table_ref t, std::string_view key, std::string_view body,
+                                    std::string_view version, precondition const& pc) {
+    json::object item = record_item(t, key, body, version);
     for (auto& field : typed_attributes(t, body)) item[field.key()] = std::move(field.value());
     json::object req;
     req["TableName"] = t.table;
@@ -340,15 +346,7 @@ inline std::string put_item_request(table_ref t, std::string_view key, std::stri
 */
 inline std::string fenced_put_item_request(table_ref t, std::string_view key, std::string_view body, std::string_view version,
                                            std::uint64_t token, std::optional<std::string_view> known_version) {
-    json::object item;
-    item[t.pk] = string_value(key);
-    item[version_attribute] = version_value(version);
-    json::object b;
-    if (is_utf8(body))
-        b["S"] = body;
-    else
-        b["B"] = base64_encode(body);
-    item[body_attribute] = std::move(b);
+    json::object item = record_item(t, key, body, version);
     json::object n;
     n["N"] = std::to_string(token);
     item[fence_attribute] = n;

@@ -5,7 +5,12 @@
 
 #include <baton/backend/memory.hpp>
 #include <baton/detail/fenced_machine.hpp>
+#include <baton/sim/faulty_backend.hpp>
+#include <baton/sim/scheduler.hpp>
 #include <baton/store.hpp>
+
+#include <algorithm>
+#include <chrono>
 
 #include <cstdint>
 #include <optional>
@@ -91,6 +96,29 @@ private:
     baton::memory_backend inner_;
     std::shared_ptr<applied_log> log_;
 };
+
+/** The faults of one simulated run of a write recipe, drawn from `sched`: each fault class on
+    in about 3 runs of 5, at a random rate; delays always; stale reads in 1 of 5; in 3 of 10
+    runs, requests that wait in the network for up to a minute, far beyond the client's 2 s
+    timeout (writes that land after their sender gave up). */
+inline baton::sim::fault_profile random_write_faults(baton::sim::scheduler& sched) {
+    using namespace std::chrono_literals;
+    baton::sim::fault_profile fp;
+    auto maybe = [&](double hi) { return sched.uniform() < 0.6 ? sched.uniform() * hi : 0.0; };
+    fp.drop_request = maybe(0.08);
+    fp.drop_response = maybe(0.08);
+    fp.conflict = maybe(0.05);
+    fp.precondition = maybe(0.03);
+    fp.server_error = maybe(0.05);
+    fp.unavailable = maybe(0.05);
+    fp.throttle = maybe(0.05);
+    fp.throttle_applied = maybe(0.03);
+    fp.duplicate = maybe(0.05);
+    fp.delay = std::max(maybe(0.1), 0.02);
+    if (sched.uniform() < 0.2) fp.stale_read = sched.uniform() * 0.2;
+    fp.max_extra_delay = sched.uniform() < 0.3 ? 60s : 3s;
+    return fp;
+}
 
 using recording_backend = basic_recording_backend<fenced_hook::none>;
 using hooked_recording_backend = basic_recording_backend<fenced_hook::dynamodb>;
