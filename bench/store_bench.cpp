@@ -415,15 +415,21 @@ int cmd_ddb_cycle(args const& a) {
     return 0;
 }
 
-int cmd_s3_cycle(args const& a) {
-    int const n = static_cast<int>(a.num("n", 1000)), warmup = static_cast<int>(a.num("warmup", 50));
-    asio::io_context ioc(1);
+// The S3 store of the figures: BATON_S3_* (Ceph RGW under with-servers.sh), bucket --bucket.
+baton::s3_backend_params s3_params(args const& a) {
     baton::s3_backend_params p;
     p.endpoint = need_env("BATON_S3_ENDPOINT");
     p.region = env("BATON_S3_REGION").empty() ? "us-east-1" : env("BATON_S3_REGION");
     p.credentials.access_key_id = need_env("BATON_S3_ACCESS_KEY");
     p.credentials.secret_access_key = need_env("BATON_S3_SECRET_KEY");
     p.bucket = a.str("bucket", "baton-bench");
+    return p;
+}
+
+int cmd_s3_cycle(args const& a) {
+    int const n = static_cast<int>(a.num("n", 1000)), warmup = static_cast<int>(a.num("warmup", 50));
+    asio::io_context ioc(1);
+    baton::s3_backend_params const p = s3_params(a);
     baton::s3_backend store(ioc.get_executor(), p);
     {
         std::optional<error_code> done;
@@ -1051,12 +1057,7 @@ int cmd_kv(args const& a) {
                                                       "dynalite", a);
     }
     if (store == "s3") {
-        baton::s3_backend_params p;
-        p.endpoint = need_env("BATON_S3_ENDPOINT");
-        p.region = env("BATON_S3_REGION").empty() ? "us-east-1" : env("BATON_S3_REGION");
-        p.credentials.access_key_id = need_env("BATON_S3_ACCESS_KEY");
-        p.credentials.secret_access_key = need_env("BATON_S3_SECRET_KEY");
-        p.bucket = a.str("bucket", "baton-bench");
+        baton::s3_backend_params const p = s3_params(a);
         {
             baton::s3_backend b(ioc.get_executor(), p);
             std::optional<error_code> done;
