@@ -9,7 +9,7 @@
 //                re-acquire after own release, takeover of a silent holder
 
 #include <baton/backend/memory.hpp>
-#include <baton/lease.hpp>
+#include <baton/recipe/lease.hpp>
 #include <baton/sim.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -148,10 +148,10 @@ void bench_round_trips() {
     auto diff = [&](counts_delta a) { auto b = snap(); return counts_delta{b.gets - a.gets, b.puts - a.puts}; };
     using sim_lease = baton::basic_lease<baton::memory_backend, baton::sim::manual_clock>;
     auto a = std::make_unique<sim_lease>(sched.get_executor(), store, opts("rt/key"), baton::standard_retry{},
-                                         baton::anonymous{}, baton::sim::manual_clock{});
+                                         baton::backend_signer{}, baton::sim::manual_clock{});
     auto ob = opts("rt/key");
     ob.random_seed = 2; // a different participant
-    sim_lease b(sched.get_executor(), store, ob, baton::standard_retry{}, baton::anonymous{},
+    sim_lease b(sched.get_executor(), store, ob, baton::standard_retry{}, baton::backend_signer{},
                 baton::sim::manual_clock{});
     auto report = [](char const* what, counts_delta d, char const* goal) {
         std::printf("{\"bench\":\"round_trips\",\"operation\":\"%s\",\"reads\":%llu,\"writes\":%llu,\"goal\":\"%s\"}\n", what,

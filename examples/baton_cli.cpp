@@ -629,7 +629,7 @@ std::string base64(std::string_view in) {
 
 // A value in JSON: as a string when it is UTF-8 text, else as "value_base64".
 void put_value(boost::json::object& obj, std::string const& value) {
-    if (baton::detail::valid_utf8(value)) obj["value"] = value;
+    if (baton::detail::is_utf8(value)) obj["value"] = value;
     else obj["value_base64"] = base64(value);
 }
 

@@ -123,7 +123,7 @@ int main() {
         o.owner = names[i];
         o.value = std::string("10.0.0.") + std::to_string(i + 1) + ":8080";
         o.random_seed = 7 + i;
-        c->election.emplace(ex, c->store, o, baton::standard_retry{}, baton::anonymous{}, c->clock);
+        c->election.emplace(ex, c->store, o, baton::standard_retry{}, baton::backend_signer{}, c->clock);
         cs.push_back(std::move(c));
     }
     std::printf("baton demo: 3 candidates, ttl 20 s, renew every ~6.7 s, renew deadline 13.3 s, max clock-rate skew 2\n");

@@ -3,7 +3,7 @@
 #define BATON_SIM_HPP
 
 /** @file
-    `baton::sim`: the deterministic simulation kit (virtual time, a seeded
+    Layer: top. `baton::sim`: the deterministic simulation kit (virtual time, a seeded
     scheduler, freezable participants, fault injection). Public, so that
     users can test their own critical sections under the same faults.
 */

@@ -3,7 +3,7 @@
 #define BATON_SRC_HPP
 
 /** @file
-    Include in exactly one translation unit when `BATON_SEPARATE_COMPILATION`
+    Layer: top. Include in exactly one translation unit when `BATON_SEPARATE_COMPILATION`
     is defined, to compile baton's non-template code once.
 */
 
@@ -14,7 +14,7 @@
 #undef BATON_DECL
 #define BATON_DECL
 
-#include <baton/impl/error.ipp>
+#include <baton/core/impl/error.ipp>
 #include <baton/aws/impl/sigv4.ipp>
 
 #endif

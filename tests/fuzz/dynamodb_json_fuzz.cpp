@@ -1,7 +1,7 @@
 // libFuzzer target: DynamoDB response parsing must refuse malformed bytes with
 // an error code (invalid_response, foreign_record, ...), never crash, hang or
 // read out of bounds, whatever the service (or something pretending to be it) sends.
-#include <baton/detail/dynamodb_json.hpp>
+#include <baton/backend/detail/dynamodb_json.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // libFuzzer target: the lease record decoder must refuse malformed input with
 // errc::foreign_record and an explanation, never crash or misbehave; whatever
 // it accepts must survive an encode/decode round trip unchanged.
-#include <baton/detail/lease_record.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
 
 #include <cstddef>
 #include <cstdint>

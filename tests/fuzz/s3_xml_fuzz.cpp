@@ -1,7 +1,7 @@
 // libFuzzer target: S3's XML (error documents, ListObjectsV2 results, and the
 // generic element parser under them) must refuse malformed bytes with an
 // error code, never crash, recurse without bound or read out of bounds.
-#include <baton/detail/s3_xml.hpp>
+#include <baton/aws/detail/xml.hpp>
 
 #include <cstddef>
 #include <cstdint>

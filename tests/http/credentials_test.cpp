@@ -5,6 +5,8 @@
 // them through the documented variables (AWS_CONTAINER_CREDENTIALS_FULL_URI, AWS_EC2_METADATA_SERVICE_ENDPOINT,
 // AWS_ENDPOINT_URL_STS) in an injected environment. Every wait is bounded; nothing sleeps.
 #include <baton/aws/credentials.hpp>
+#include <baton/backend/dynamodb.hpp>
+#include <baton/backend/s3.hpp>
 #include <test_common/credentials.hpp>
 #include <test_common/fixtures.hpp>
 
@@ -1037,3 +1039,139 @@ TEST_CASE("threads: usable_now and async_get from many threads during refreshes"
 }
 
 } // TEST_SUITE
+
+// ---- the signed request path of the AWS backends -------------------------------------------------
+
+namespace {
+
+// An environment whose key id the test changes: each fetch of the provider reads it again.
+struct rotating_env {
+    std::shared_ptr<std::string> key_id = std::make_shared<std::string>("AKIDFIRST");
+    aws::env_lookup lookup() const {
+        return [k = key_id](std::string_view name) -> std::optional<std::string> {
+            if (name == "AWS_ACCESS_KEY_ID") return *k;
+            if (name == "AWS_SECRET_ACCESS_KEY") return std::string("secret");
+            if (name == "AWS_SESSION_TOKEN") return std::string("token-of-") + *k;
+            return std::nullopt;
+        };
+    }
+};
+
+bool signed_with(server_request const& req, std::string_view key_id) {
+    auto const it = req.find(bhttp::field::authorization);
+    return it != req.end() && std::string_view(it->value()).find("Credential=" + std::string(key_id) + "/") !=
+                                  std::string_view::npos;
+}
+
+reply s3_expired() {
+    return respond(400, "<?xml version=\"1.0\"?><Error><Code>ExpiredToken</Code>"
+                        "<Message>The provided token has expired.</Message></Error>",
+                   "application/xml");
+}
+
+reply s3_found() {
+    auto r = respond(200, "hello", "application/octet-stream");
+    r.msg.set(bhttp::field::etag, "\"v1\"");
+    return r;
+}
+
+reply dynamodb_expired() {
+    return respond(400, R"({"__type":"com.amazon.coral.service#ExpiredTokenException","message":"expired"})",
+                   "application/x-amz-json-1.0");
+}
+
+reply dynamodb_found() {
+    return respond(200, R"({"Item":{"pk":{"S":"k"},"ver":{"S":"v1"},"body":{"S":"hello"}}})",
+                   "application/x-amz-json-1.0");
+}
+
+baton::s3_backend_params s3_params_for(responder const& server) {
+    baton::s3_backend_params p;
+    p.endpoint = server.url();
+    p.bucket = "baton-test";
+    p.preconditions = baton::s3_precondition_check::trust;
+    return p;
+}
+
+baton::dynamodb_backend_params dynamodb_params_for(responder const& server) {
+    baton::dynamodb_backend_params p;
+    p.endpoint = server.url();
+    p.region = "us-east-1";
+    p.table = "baton";
+    return p;
+}
+
+template <class Backend>
+std::pair<error_code, baton::get_result> get_once(net::io_context& ioc, Backend& b) {
+    std::optional<std::pair<error_code, baton::get_result>> out;
+    b.async_get("k", [&](error_code ec, baton::get_result r) { out.emplace(ec, std::move(r)); });
+    REQUIRE(run_until(ioc, [&] { return out.has_value(); }));
+    return std::move(*out);
+}
+
+} // namespace
+
+TEST_CASE("S3 and DynamoDB: an expired session token gets fresh credentials and the request is sent again") {
+    net::io_context ioc;
+    rotating_env env;
+    // The service refuses the first key id as expired and accepts the one the provider reads next.
+    auto behave = [&](reply (*expired)(), reply (*found)()) {
+        return [&env, expired, found](server_request const& req) {
+            if (signed_with(req, "AKIDFIRST")) {
+                *env.key_id = "AKIDSECOND"; // the session was renewed meanwhile
+                return expired();
+            }
+            return signed_with(req, "AKIDSECOND") ? found() : respond(403, "unexpected signature");
+        };
+    };
+    SUBCASE("S3") {
+        responder server(ioc, behave(&s3_expired, &s3_found));
+        auto p = s3_params_for(server);
+        p.credentials_provider = aws::environment_credentials(ioc.get_executor(), env.lookup());
+        baton::s3_backend b(ioc.get_executor(), p);
+        auto [ec, r] = get_once(ioc, b);
+        CHECK_MESSAGE(!ec, r.diag.message);
+        REQUIRE(r.found);
+        CHECK(r.found->body == "hello");
+        CHECK(server.requests() == 2);
+        CHECK(p.credentials_provider->fetch_count() == 2);
+    }
+    SUBCASE("DynamoDB") {
+        responder server(ioc, behave(&dynamodb_expired, &dynamodb_found));
+        auto p = dynamodb_params_for(server);
+        p.credentials_provider = aws::environment_credentials(ioc.get_executor(), env.lookup());
+        baton::dynamodb_backend b(ioc.get_executor(), p);
+        auto [ec, r] = get_once(ioc, b);
+        CHECK_MESSAGE(!ec, r.diag.message);
+        REQUIRE(r.found);
+        CHECK(r.found->body == "hello");
+        CHECK(server.requests() == 2);
+        CHECK(p.credentials_provider->fetch_count() == 2);
+    }
+}
+
+TEST_CASE("S3 and DynamoDB: an expired token is re-sent once only, and never with static credentials") {
+    net::io_context ioc;
+    rotating_env env;
+    SUBCASE("a provider whose fresh credentials are refused too: one re-send, then the service's answer") {
+        responder server(ioc, [](server_request const&) { return s3_expired(); });
+        auto p = s3_params_for(server);
+        p.credentials_provider = aws::environment_credentials(ioc.get_executor(), env.lookup());
+        baton::s3_backend b(ioc.get_executor(), p);
+        auto [ec, r] = get_once(ioc, b);
+        CHECK(ec == baton::errc::auth_failed);
+        CHECK(r.diag.service_code == "ExpiredToken");
+        CHECK(server.requests() == 2);
+    }
+    SUBCASE("static credentials cannot be renewed: the answer comes back as it is") {
+        responder server(ioc, [](server_request const&) { return dynamodb_expired(); });
+        auto p = dynamodb_params_for(server);
+        p.credentials.access_key_id = "AKIDSTATIC";
+        p.credentials.secret_access_key = "secret";
+        baton::dynamodb_backend b(ioc.get_executor(), p);
+        auto [ec, r] = get_once(ioc, b);
+        CHECK(ec == baton::errc::auth_failed);
+        CHECK(r.diag.service_code == "ExpiredTokenException");
+        CHECK(server.requests() == 1);
+    }
+}

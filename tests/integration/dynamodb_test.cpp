@@ -875,7 +875,7 @@ TEST_CASE("requests: JSON 1.0 headers, SigV4 for dynamodb, the exact body") {
     CHECK(req.body() == baton::detail::dynamodb::get_item_request({"locks", "pk"}, "jobs/a"));
 }
 
-TEST_CASE("credentials from a provider; ExpiredTokenException makes the next request fetch them afresh") {
+TEST_CASE("credentials from a provider; ExpiredTokenException: fetched afresh and the refused request sent again") {
     asio::io_context ioc;
     scripted_server server{ioc};
     test_common::test_env env;
@@ -901,19 +901,26 @@ TEST_CASE("credentials from a provider; ExpiredTokenException makes the next req
 
     env.set("AWS_ACCESS_KEY_ID", "AKIDTWO");
     env.set("AWS_SESSION_TOKEN", "token-two");
+    // The service refuses the request unprocessed: the provider fetches afresh and the same
+    // request goes out again, within the one call.
     server.script.push_back(reply(400, R"({"__type":"com.amazon.coral.service#ExpiredTokenException",)"
                                        R"("message":"The security token included in the request is expired"})"));
+    server.script.push_back(reply(200, R"({})"));
     auto [ec2, r2] = get();
-    CHECK(ec2 == errc::auth_failed);
-    CHECK(r2.diag.service_code == "ExpiredTokenException");
+    CHECK_FALSE(ec2);
+    REQUIRE(server.received.size() == 3);
     CHECK(server.received[1][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDONE/"));
+    CHECK(server.received[2][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDTWO/"));
+    CHECK(server.received[2]["X-Amz-Security-Token"] == "token-two");
+    CHECK(server.received[2].body() == server.received[1].body());
+    CHECK(provider.fetch_count() == 2);
 
+    // The fresh credentials are cached.
     server.script.push_back(reply(200, R"({})"));
     auto [ec3, r3] = get();
     CHECK_FALSE(ec3);
-    REQUIRE(server.received.size() == 3);
-    CHECK(server.received[2][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDTWO/"));
-    CHECK(server.received[2]["X-Amz-Security-Token"] == "token-two");
+    REQUIRE(server.received.size() == 4);
+    CHECK(server.received[3][bhttp::field::authorization].starts_with("AWS4-HMAC-SHA256 Credential=AKIDTWO/"));
     CHECK(provider.fetch_count() == 2);
 }
 

@@ -7,9 +7,7 @@
 //   build/tests/baton_integration -ts=concurrency -tc='*processes racing*'   (the races)
 //
 // Needs no servers. Every wait is bounded (io_context runs, child processes).
-#include <baton/backend/file.hpp>
-#include <baton/election.hpp>
-#include <baton/lease.hpp>
+#include <baton/file.hpp>
 
 #include <doctest/doctest.h>
 #include <test_common/fenced_scenarios.hpp>
@@ -41,11 +39,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace {
-// The umbrella header's aliases, without the AWS stack that <baton/baton.hpp> also compiles.
-using file_lease = baton::basic_lease<baton::file_backend>;
-using file_election = baton::basic_election<baton::file_backend>;
-} // namespace
+// The file store's aliases, without the AWS stack that <baton/baton.hpp> also compiles.
+using baton::file_election;
+using baton::file_lease;
 
 namespace {
 

@@ -5,7 +5,7 @@
 // when their variables (BATON_S3_*, BATON_S3RVER_*) are not set.
 #include <baton/backend/s3.hpp>
 #include <baton/baton.hpp>
-#include <baton/detail/lease_record.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
 #include <test_common/fixtures.hpp>
 #include <test_common/fenced_scenarios.hpp>
 #include <test_common/kv_scenarios.hpp>
@@ -426,7 +426,8 @@ TEST_CASE("listing follows continuation tokens, decodes keys and ETags, and refu
 
 TEST_SUITE("s3_rgw") {
 
-TEST_CASE("credentials from a provider: fetched before the first request, refetched after ExpiredToken") {
+TEST_CASE("credentials from a provider: fetched before the first request; after ExpiredToken, fetched again and the "
+          "refused request sent again") {
     net::io_context ioc;
     fake_s3 f(ioc); // serves the container credentials endpoint and S3 alike
     auto creds_json = [](std::string key) {
@@ -455,21 +456,28 @@ TEST_CASE("credentials from a provider: fetched before the first request, refetc
     CHECK(header(f.st->seen[1], "Authorization").find("Credential=AKIDFIRST/") != std::string::npos);
     CHECK(header(f.st->seen[1], "X-Amz-Security-Token") == "tok");
 
-    // Cached: the next request goes straight out. Then the service says the token expired.
+    // Cached: the next request goes straight out. The service says the token expired (it refused
+    // the request unprocessed): the provider fetches afresh and the same request goes out again.
     f.then(s3_error(400, "ExpiredToken", "The provided token has expired."));
-    auto [ec2, g2] = run<baton::get_result>(ioc, b.async_get("k"));
-    CHECK(ec2 == errc::auth_failed);
-    CHECK(g2.diag.service_code == "ExpiredToken");
-    CHECK(f.st->seen.size() == 3);
-    CHECK(provider.fetch_count() == 1);
-
     f.then(creds_json("AKIDSECOND"));
+    f.then(s3_error(404, "NoSuchKey"));
+    auto [ec2, g2] = run<baton::get_result>(ioc, b.async_get("k"));
+    INFO(g2.diag.to_string());
+    CHECK_FALSE(ec2);
+    CHECK(provider.fetch_count() == 2);
+    REQUIRE(f.st->seen.size() == 5);
+    CHECK(header(f.st->seen[2], "Authorization").find("Credential=AKIDFIRST/") != std::string::npos);
+    CHECK(f.st->seen[3].target() == "/creds");
+    CHECK(f.st->seen[4].target() == f.st->seen[2].target());
+    CHECK(header(f.st->seen[4], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
+
+    // The new credentials are cached: the next request goes straight out with them.
     f.then(s3_error(404, "NoSuchKey"));
     auto [ec3, g3] = run<baton::get_result>(ioc, b.async_get("k"));
     CHECK_FALSE(ec3);
     CHECK(provider.fetch_count() == 2);
-    REQUIRE(f.st->seen.size() == 5);
-    CHECK(header(f.st->seen[4], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
+    REQUIRE(f.st->seen.size() == 6);
+    CHECK(header(f.st->seen[5], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
 }
 
 TEST_CASE("no credentials anywhere: the request fails with no_credentials listing the sources, nothing is sent") {

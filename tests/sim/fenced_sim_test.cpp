@@ -20,7 +20,7 @@
 // as for the lease suite (test_common/sim_seeds.hpp).
 
 #include <baton/backend/memory.hpp>
-#include <baton/fenced.hpp>
+#include <baton/recipe/fenced.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>

@@ -23,7 +23,7 @@
 // as for the lease suite (test_common/sim_seeds.hpp).
 
 #include <baton/backend/memory.hpp>
-#include <baton/kv.hpp>
+#include <baton/recipe/kv.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>

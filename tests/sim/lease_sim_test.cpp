@@ -32,8 +32,8 @@
 // ended term arrive during the next one (issue 9).
 
 #include <baton/backend/memory.hpp>
-#include <baton/election.hpp>
-#include <baton/lease.hpp>
+#include <baton/recipe/election.hpp>
+#include <baton/recipe/lease.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
@@ -219,10 +219,10 @@ private:
         o.max_clock_rate_skew = p.skew;
         o.random_seed = sched_.rng()();
         if (p.is_election)
-            p.election.emplace(baton::detail::unchecked, p.ex, *p.backend, o, baton::standard_retry{}, baton::anonymous{},
+            p.election.emplace(baton::detail::unchecked, p.ex, *p.backend, o, baton::standard_retry{}, baton::backend_signer{},
                                p.clock);
         else
-            p.lease.emplace(baton::detail::unchecked, p.ex, *p.backend, o, baton::standard_retry{}, baton::anonymous{},
+            p.lease.emplace(baton::detail::unchecked, p.ex, *p.backend, o, baton::standard_retry{}, baton::backend_signer{},
                             p.clock);
     }
 

@@ -1,14 +1,14 @@
 // The foundation: lease options, retry policies, the lease record codec, the
 // memory backend, and minimal exemplars of the four policy concepts.
 #include <baton/backend/memory.hpp>
-#include <baton/clock.hpp>
-#include <baton/detail/lease_record.hpp>
-#include <baton/error.hpp>
-#include <baton/lease.hpp>
-#include <baton/lease_options.hpp>
-#include <baton/retry.hpp>
-#include <baton/signer.hpp>
-#include <baton/store.hpp>
+#include <baton/core/clock.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
+#include <baton/core/error.hpp>
+#include <baton/recipe/lease.hpp>
+#include <baton/recipe/lease_options.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/core/signer.hpp>
+#include <baton/store/record_store.hpp>
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,7 @@
 // byte, wrong types, huge) that must give errors, never a crash. Also the
 // backend's parameter checks, which need no server.
 #include <baton/backend/dynamodb.hpp>
-#include <baton/detail/dynamodb_json.hpp>
+#include <baton/backend/detail/dynamodb_json.hpp>
 
 #include <doctest/doctest.h>
 
@@ -435,13 +435,13 @@ TEST_CASE("checksums, base64 and UTF-8") {
     REQUIRE(ddb::base64_decode(ddb::base64_encode(all), out));
     CHECK(out == all);
 
-    CHECK(ddb::is_utf8("plain"));
-    CHECK(ddb::is_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
-    CHECK(!ddb::is_utf8("\xff"));
-    CHECK(!ddb::is_utf8("\xc0\xaf"));         // overlong
-    CHECK(!ddb::is_utf8("\xed\xa0\x80"));     // surrogate
-    CHECK(!ddb::is_utf8("\xf4\x90\x80\x80")); // above U+10FFFF
-    CHECK(!ddb::is_utf8("\xe2\x82"));         // truncated
+    CHECK(baton::detail::is_utf8("plain"));
+    CHECK(baton::detail::is_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
+    CHECK(!baton::detail::is_utf8("\xff"));
+    CHECK(!baton::detail::is_utf8("\xc0\xaf"));         // overlong
+    CHECK(!baton::detail::is_utf8("\xed\xa0\x80"));     // surrogate
+    CHECK(!baton::detail::is_utf8("\xf4\x90\x80\x80")); // above U+10FFFF
+    CHECK(!baton::detail::is_utf8("\xe2\x82"));         // truncated
 }
 
 TEST_CASE("malformed: every truncation of real responses is an error, never a crash") {
@@ -550,7 +550,7 @@ TEST_CASE("dynamodb_backend_params: rules with clear messages, AWS endpoint by d
     };
     row const rows[] = {
         {[](auto& p) { p.region.clear(); }, "region must be set"},
-        {[](auto& p) { p.region = "US East"; }, "region may only contain"},
+        {[](auto& p) { p.region = "US East"; }, "region may contain only"},
         {[](auto& p) { p.table = "ab"; }, "table must be 3 to 255 characters"},
         {[](auto& p) { p.table = "my table"; }, "table may only contain"},
         {[](auto& p) { p.partition_key.clear(); }, "partition_key must be 1 to 255 bytes"},

@@ -1,8 +1,8 @@
 // Election and run_while_held, on virtual time (deterministic, no real waiting).
 
 #include <baton/backend/memory.hpp>
-#include <baton/election.hpp>
-#include <baton/run_while_held.hpp>
+#include <baton/recipe/election.hpp>
+#include <baton/recipe/run_while_held.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>

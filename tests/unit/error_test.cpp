@@ -1,4 +1,4 @@
-#include <baton/error.hpp>
+#include <baton/core/error.hpp>
 
 #include <doctest/doctest.h>
 
@@ -48,7 +48,7 @@ TEST_CASE("diagnostics render one line") {
 }
 
 // The store layer's settlement rule: which answers leave a write in doubt, nonces, the ledger.
-#include <baton/settlement.hpp>
+#include <baton/store/settlement.hpp>
 
 #include <random>
 #include <set>

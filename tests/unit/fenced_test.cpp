@@ -2,8 +2,7 @@
 // Fenced writes: the record format, the store refusing stale tokens, and
 // ambiguous answers settled by reading back (memory store, sim kit faults).
 
-#include <baton/backend/memory.hpp>
-#include <baton/fenced.hpp>
+#include <baton/memory.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
@@ -26,7 +25,7 @@ using namespace std::chrono_literals;
 using baton::errc;
 using baton::error_code;
 
-using memory_fenced = baton::basic_fenced<baton::memory_backend>;
+using baton::memory_fenced;
 using faulty_store = sim::faulty_backend<baton::memory_backend>;
 using faulty_fenced = baton::basic_fenced<faulty_store, sim::manual_clock>;
 

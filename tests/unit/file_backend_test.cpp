@@ -2,7 +2,7 @@
 // a directory adds: files that are corrupt, truncated, oversized or not files
 // at all; leftovers of a crash; keys that must not escape the root; locks.
 #include <baton/backend/file.hpp>
-#include <baton/store.hpp>
+#include <baton/store/record_store.hpp>
 
 #include <doctest/doctest.h>
 

@@ -3,8 +3,7 @@
 // costs in requests, tombstones, read-modify-write under contention, and
 // ambiguous answers settled by reading back (memory store, sim kit faults).
 
-#include <baton/backend/memory.hpp>
-#include <baton/kv.hpp>
+#include <baton/memory.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
@@ -28,7 +27,7 @@ using baton::errc;
 using baton::error_code;
 using baton::kv_condition;
 
-using memory_kv = baton::basic_kv<baton::memory_backend>;
+using baton::memory_kv;
 using faulty_store = sim::faulty_backend<baton::memory_backend>;
 using faulty_kv = baton::basic_kv<faulty_store, sim::manual_clock>;
 

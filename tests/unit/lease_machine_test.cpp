@@ -1,9 +1,9 @@
 // The lease protocol's state machine, driven directly: no I/O, no timers,
 // no executor. Each case feeds events with chosen own-clock times and checks
 // the action the machine asks for (read, conditional write, wait, done).
-#include <baton/detail/lease_machine.hpp>
-#include <baton/detail/lease_record.hpp>
-#include <baton/retry.hpp>
+#include <baton/recipe/detail/lease_machine.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
+#include <baton/core/retry.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,8 +2,8 @@
 // time model, loss, ambiguous outcomes, try-once, cancellation, completion
 // tokens, destruction and foreign records.
 #include <baton/backend/memory.hpp>
-#include <baton/detail/lease_record.hpp>
-#include <baton/lease.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
+#include <baton/recipe/lease.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>

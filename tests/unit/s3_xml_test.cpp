@@ -1,8 +1,8 @@
-// The S3 XML subset parser (baton/detail/s3_xml.hpp) on documents shaped like the ones S3 and
+// The S3 XML subset parser (baton/aws/detail/xml.hpp) on documents shaped like the ones S3 and
 // RGW send, and on malformed, truncated, hostile and random inputs: those must give
 // errc::invalid_response with a message, never a crash. Also the s3_backend_params rules.
 #include <baton/backend/s3.hpp>
-#include <baton/detail/s3_xml.hpp>
+#include <baton/aws/detail/xml.hpp>
 
 #include <doctest/doctest.h>
 

@@ -776,11 +776,11 @@ TEST_CASE("sigv4_signer is safe to share between threads" * doctest::test_suite(
 }
 
 TEST_CASE("anonymous_signer leaves the request alone") {
-    static_assert(baton::aws::request_signer<baton::aws::anonymous_signer>);
+    static_assert(baton::aws::request_signer<baton::anonymous_signer>);
     static_assert(baton::aws::request_signer<baton::aws::sigv4_signer>);
     auto req = dynamodb_put_item();
     auto const before = std::distance(req.begin(), req.end());
-    baton::aws::anonymous_signer s;
+    baton::anonymous_signer s;
     CHECK_FALSE(s.sign(req, credentials{}, signing_params{}, at(2025, 1, 1)));
     CHECK(std::distance(req.begin(), req.end()) == before);
     CHECK(req.find(http::field::authorization) == req.end());

@@ -3,7 +3,7 @@
 #define BATON_AWS_ENDPOINT_HPP
 
 /** @file
-    Where requests to an AWS service go: endpoint URLs configured in the
+    Layer: wire (aws). Where requests to an AWS service go: endpoint URLs configured in the
     environment, the default AWS endpoints, and S3 bucket addressing.
 
     @par Configured endpoints
@@ -28,8 +28,9 @@
     prefers and some of its features require. Either choice can be forced.
 */
 
+#include <baton/aws/detail/settings_rules.hpp>
 #include <baton/aws/profile.hpp>
-#include <baton/error.hpp>
+#include <baton/core/error.hpp>
 #include <baton/http/client.hpp>
 
 #include <boost/system/result.hpp>
@@ -183,10 +184,8 @@ inline boost::system::result<s3_address> resolve_s3_address(std::string_view end
     addr.aws_default = endpoint_url.empty();
     std::string url;
     if (addr.aws_default) {
-        if (region.empty()) return fail("the region must be set to find the AWS S3 endpoint (e.g. us-east-1)");
-        for (char c : region)
-            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-                return fail("the region may contain only a-z, 0-9 and '-' (it names the AWS endpoint's host)");
+        if (auto problem = detail::region_problem(region); !problem.empty())
+            return fail("the " + problem + ", to find the AWS S3 endpoint");
         url = default_endpoint_url("s3", region);
     } else {
         url = endpoint_url;

@@ -3,7 +3,7 @@
 #define BATON_AWS_ERRORS_HPP
 
 /** @file
-    Maps S3 and DynamoDB error responses onto `baton::errc`.
+    Layer: wire (aws). Maps S3 and DynamoDB error responses onto `baton::errc`.
 
     The backends need one answer to "what does this response mean for a
     conditional write, and may it be sent again?", and the two services
@@ -25,7 +25,8 @@
     Neither function retries, sleeps or looks at credentials; both are pure.
 */
 
-#include <baton/error.hpp>
+#include <baton/core/detail/text.hpp>
+#include <baton/core/error.hpp>
 
 #include <string_view>
 
@@ -151,14 +152,6 @@ constexpr bool lookup(code_mapping const (&table)[N], std::string_view code, err
     return false;
 }
 
-constexpr std::string_view trim(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-        s.remove_suffix(1);
-    return s;
-}
-
 } // namespace detail
 
 /** The short error name in a DynamoDB `__type` (or `x-amzn-ErrorType`) value.
@@ -170,7 +163,7 @@ constexpr std::string_view trim(std::string_view s) noexcept {
     Returns the text after the last `#`, cut at the first `:`.
 */
 constexpr std::string_view dynamodb_error_name(std::string_view type) noexcept {
-    type = detail::trim(type);
+    type = baton::detail::trim(type);
     if (auto colon = type.find(':'); colon != std::string_view::npos) type = type.substr(0, colon);
     if (auto hash = type.rfind('#'); hash != std::string_view::npos) type = type.substr(hash + 1);
     return type;
@@ -210,7 +203,7 @@ constexpr std::string_view dynamodb_error_name(std::string_view type) noexcept {
     `service_unavailable`; anything else → `invalid_response`.
 */
 inline error_code classify_s3(unsigned status, std::string_view code) noexcept {
-    code = detail::trim(code);
+    code = baton::detail::trim(code);
     errc e{};
     if (!code.empty() && (detail::lookup(detail::s3_codes, code, e) || detail::lookup(detail::throttling_codes, code, e)))
         return e;

@@ -3,7 +3,7 @@
 #define BATON_AWS_PROFILE_HPP
 
 /** @file
-    The AWS shared `config` and `credentials` files, profile selection and
+    Layer: wire (aws). The AWS shared `config` and `credentials` files, profile selection and
     region resolution, as the AWS SDKs and the CLI do them.
 
     - Files: `AWS_CONFIG_FILE` (default `~/.aws/config`) and
@@ -28,8 +28,9 @@
     process's own.
 */
 
-#include <baton/detail/config.hpp>
-#include <baton/error.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/core/detail/text.hpp>
+#include <baton/core/error.hpp>
 
 #include <boost/system/result.hpp>
 
@@ -135,16 +136,10 @@ namespace detail {
 
 inline bool ini_space(char c) noexcept { return c == ' ' || c == '\t'; }
 
-inline std::string_view ini_trim(std::string_view s) noexcept {
-    while (!s.empty() && (ini_space(s.front()) || s.front() == '\r')) s.remove_prefix(1);
-    while (!s.empty() && (ini_space(s.back()) || s.back() == '\r')) s.remove_suffix(1);
-    return s;
-}
-
 // A `#` or `;` preceded by white space starts a comment inside a value.
 inline std::string_view ini_strip_comment(std::string_view v) noexcept {
     for (std::size_t i = 1; i < v.size(); ++i)
-        if ((v[i] == '#' || v[i] == ';') && ini_space(v[i - 1])) return ini_trim(v.substr(0, i));
+        if ((v[i] == '#' || v[i] == ';') && ini_space(v[i - 1])) return baton::detail::trim(v.substr(0, i));
     if (!v.empty() && (v.front() == '#' || v.front() == ';')) return {};
     return v;
 }
@@ -276,7 +271,7 @@ inline error_code parse_profile_file(std::string_view text, profile_file_kind ki
             if ((u < 0x20 && c != '\t' && c != '\r') || u == 0x7f)
                 return fail(lineno, "control character " + std::to_string(u) + ": this is not a text file");
         }
-        auto const line = detail::ini_trim(raw);
+        auto const line = baton::detail::trim(raw);
         if (line.empty() || line.front() == '#' || line.front() == ';') continue;
 
         bool const indented = detail::ini_space(raw.front());
@@ -284,7 +279,7 @@ inline error_code parse_profile_file(std::string_view text, profile_file_kind ki
             if (last_is_parent) {
                 // A nested setting (`s3 =` then `  max_concurrent_requests = 10`): checked, then skipped.
                 auto const eq = line.find('=');
-                if (eq == std::string_view::npos || detail::ini_trim(line.substr(0, eq)).empty())
+                if (eq == std::string_view::npos || baton::detail::trim(line.substr(0, eq)).empty())
                     return fail(lineno, "expected an indented 'name = value' under the setting above");
             } else if (last != nullptr) {
                 last->value += '\n';
@@ -299,10 +294,10 @@ inline error_code parse_profile_file(std::string_view text, profile_file_kind ki
         if (line.front() == '[') {
             auto const close = line.find(']');
             if (close == std::string_view::npos) return fail(lineno, "a section header without a closing ']'");
-            auto const after = detail::ini_trim(line.substr(close + 1));
+            auto const after = baton::detail::trim(line.substr(close + 1));
             if (!after.empty() && after.front() != '#' && after.front() != ';')
                 return fail(lineno, "unexpected text after the section header's ']'");
-            auto const inner = detail::ini_trim(line.substr(1, close - 1));
+            auto const inner = baton::detail::trim(line.substr(1, close - 1));
             std::string name;
             bool is_profile = true;
             if (kind == profile_file_kind::credentials) {
@@ -310,7 +305,7 @@ inline error_code parse_profile_file(std::string_view text, profile_file_kind ki
             } else if (inner == "default") {
                 name = "default";
             } else if (inner.substr(0, 7) == "profile" && inner.size() > 7 && detail::ini_space(inner[7])) {
-                name = std::string(detail::ini_trim(inner.substr(8)));
+                name = std::string(baton::detail::trim(inner.substr(8)));
             } else if (inner == "profile") {
                 name.clear();
             } else {
@@ -330,12 +325,12 @@ inline error_code parse_profile_file(std::string_view text, profile_file_kind ki
         if (!in_section) return fail(lineno, "a setting before the first [section] header");
         auto const eq = line.find('=');
         if (eq == std::string_view::npos) return fail(lineno, "expected 'name = value' or a [section] header");
-        auto const key_view = detail::ini_trim(line.substr(0, eq));
+        auto const key_view = baton::detail::trim(line.substr(0, eq));
         if (key_view.empty()) return fail(lineno, "a setting without a name before '='");
         std::string key(key_view);
         for (char& c : key)
             if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        auto const value = detail::ini_strip_comment(detail::ini_trim(line.substr(eq + 1)));
+        auto const value = detail::ini_strip_comment(baton::detail::trim(line.substr(eq + 1)));
         last_is_parent = value.empty();
         if (section == nullptr) {
             last_in_skipped = true;

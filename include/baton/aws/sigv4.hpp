@@ -3,7 +3,7 @@
 #define BATON_AWS_SIGV4_HPP
 
 /** @file
-    AWS Signature Version 4, written by hand so that baton needs no AWS SDK.
+    Layer: wire (aws). AWS Signature Version 4, written by hand so that baton needs no AWS SDK.
 
     Every S3 and DynamoDB request baton sends (conditional writes included) must
     carry a SigV4 signature. This header signs Boost.Beast requests in the
@@ -29,8 +29,9 @@
     strings this header produces, nor in error messages.
 */
 
-#include <baton/detail/config.hpp>
-#include <baton/error.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+#include <baton/core/signer.hpp>
 
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/fields.hpp>
@@ -380,25 +381,10 @@ private:
     std::shared_ptr<signing_key_cache> cache_;
 };
 
-/** A Signer policy that leaves requests untouched.
-
-    For stores that need no authentication (local emulators, public
-    buckets), so they can share code paths with signed stores.
-*/
-struct anonymous_signer {
-    /// Does nothing and succeeds.
-    template <class Body = boost::beast::http::string_body>
-    error_code sign(boost::beast::http::request<Body, boost::beast::http::fields>&, credentials const&,
-                    signing_params const&, std::chrono::system_clock::time_point,
-                    signing_result* = nullptr) const noexcept {
-        return {};
-    }
-};
-
 /** A Signer policy: what a store needs to authenticate its requests.
 
     Lets stores be written once and be given `sigv4_signer`,
-    `anonymous_signer`, or a test double.
+    `baton::anonymous_signer`, or a test double.
 
     | Expression | Type | Semantics |
     |---|---|---|
@@ -412,7 +398,7 @@ concept request_signer = requires(S const& s, boost::beast::http::request<boost:
 };
 
 static_assert(request_signer<sigv4_signer>);
-static_assert(request_signer<anonymous_signer>);
+static_assert(request_signer<baton::anonymous_signer>);
 
 } // namespace baton::aws
 

@@ -3,7 +3,7 @@
 #define BATON_BACKEND_DYNAMODB_HPP
 
 /** @file
-    `dynamodb_backend`: the record store over Amazon DynamoDB's JSON 1.0 API
+    Layer: backends. `dynamodb_backend`: the record store over Amazon DynamoDB's JSON 1.0 API
     (and compatible servers such as DynamoDB Local and dynalite).
 
     @par The item schema
@@ -74,253 +74,20 @@
     from one thread or strand (pass a strand as the executor).
 */
 
+#include <baton/backend/detail/dynamodb_state.hpp>
+#include <baton/backend/dynamodb_params.hpp>
 #include <baton/aws/credentials.hpp>
 #include <baton/aws/endpoint.hpp>
 #include <baton/aws/errors.hpp>
+#include <baton/aws/signed_channel.hpp>
 #include <baton/aws/sigv4.hpp>
-#include <baton/detail/config.hpp>
-#include <baton/detail/dynamodb_json.hpp>
-#include <baton/error.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/backend/detail/dynamodb_json.hpp>
+#include <baton/core/error.hpp>
 #include <baton/http/client.hpp>
-#include <baton/store.hpp>
-
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/append.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <random>
-#include <string>
-#include <string_view>
-#include <utility>
+#include <baton/store/record_store.hpp>
 
 namespace baton {
-
-/** Settings of a `dynamodb_backend`. Checked by `validate()` (and so by the constructor). */
-struct dynamodb_backend_params {
-    /** Where to send requests: `scheme://host[:port]`, e.g. `http://127.0.0.1:8000`.
-
-        Empty (default): `https://dynamodb.<region>.amazonaws.com` (`.com.cn` for `cn-` regions).
-    */
-    std::string endpoint;
-    /// The region in the SigV4 scope, e.g. `us-east-1`. Required.
-    std::string region;
-    /// The table (3 to 255 characters of `A-Z a-z 0-9 _ . -`). Required.
-    std::string table;
-    /// Name of the table's partition (HASH) key attribute, of type S. Default `pk`.
-    std::string partition_key = "pk";
-    /// The identity that signs requests: access key id and secret, unless `credentials_provider` is set.
-    aws::credentials credentials;
-    /** Where credentials come from instead, e.g. `aws::default_chain(ex)`: leave `credentials` empty.
-
-        Requests sign with the provider's cached credentials without waiting; only when it
-        has none usable (first use, or expiry within its mandatory window) does a request
-        wait for a fetch, and a failed fetch fails the request with its diagnostics
-        (`errc::no_credentials` listing every source tried). An `ExpiredTokenException`
-        answer makes the provider fetch afresh for the next request.
-    */
-    std::optional<aws::credentials_provider> credentials_provider;
-    /// Connections, timeouts and response limits of the HTTP client.
-    http::client_options http;
-    /// Puts with larger bodies fail with `errc::invalid_argument`. Default 128 KiB (at most 180 KiB).
-    std::size_t max_body_bytes = 128 * 1024;
-    /// How long `async_create_table` waits for the table to become ACTIVE. Default 60 s; at most 24 hours.
-    std::chrono::milliseconds table_wait_timeout{60000};
-    /// Most Scan pages (up to 1 MB each) one `async_list` reads before giving up. Default 1000.
-    std::size_t max_scan_pages = 1000;
-
-    /// Checks the rules in the field comments. @throws config_error naming the field and the rule.
-    void validate() const {
-        auto fail = [](std::string m) { throw config_error("dynamodb_backend_params: " + std::move(m)); };
-        if (region.empty()) fail("region must be set (e.g. us-east-1)");
-        for (char c : region)
-            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-                fail("region may only contain a-z, 0-9 and '-' (e.g. us-east-1)");
-        if (table.size() < 3 || table.size() > 255)
-            fail("table must be 3 to 255 characters (it is " + std::to_string(table.size()) + ")");
-        for (char c : table)
-            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                  c == '.' || c == '-'))
-                fail("table may only contain A-Z, a-z, 0-9, '_', '.' and '-'");
-        if (partition_key.empty() || partition_key.size() > 255)
-            fail("partition_key must be 1 to 255 bytes");
-        if (!detail::dynamodb::is_utf8(partition_key)) fail("partition_key must be valid UTF-8");
-        if (partition_key == detail::dynamodb::version_attribute || partition_key == detail::dynamodb::body_attribute)
-            fail("partition_key must not be 'ver' or 'body' (the backend's own attributes)");
-        if (!endpoint.empty()) {
-            diagnostics d;
-            if (!http::parse_endpoint(endpoint, d)) fail("endpoint: " + d.message);
-        }
-        if (credentials_provider) {
-            if (!credentials.access_key_id.empty() || !credentials.secret_access_key.empty())
-                fail("set either credentials or credentials_provider, not both");
-        } else {
-            if (credentials.access_key_id.empty())
-                fail("credentials.access_key_id must be set (or set credentials_provider, e.g. aws::default_chain)");
-            if (credentials.secret_access_key.empty()) fail("credentials.secret_access_key must be set");
-        }
-        if (max_body_bytes == 0 || max_body_bytes > 180 * 1024)
-            fail("max_body_bytes must be 1 to 184320 (DynamoDB items hold at most 400 KB, and JSON bodies are "
-                 "stored twice)");
-        if (table_wait_timeout <= std::chrono::milliseconds::zero() || table_wait_timeout > std::chrono::hours(24))
-            fail("table_wait_timeout must be positive and at most 24 hours");
-        if (max_scan_pages == 0) fail("max_scan_pages must be at least 1");
-        http.validate();
-    }
-
-    /// The endpoint URL in force: `endpoint`, or the AWS one for `region`.
-    std::string effective_endpoint() const {
-        if (!endpoint.empty()) return endpoint;
-        return aws::default_endpoint_url("dynamodb", region);
-    }
-};
-
-/// What `async_create_table` and `async_check_table` found.
-struct dynamodb_table_info {
-    /// `ACTIVE`, `CREATING`, ... (empty when the table could not be described).
-    std::string status;
-    /// The table's key schema, e.g. `pk (S, HASH)`.
-    std::string key_schema;
-    /// True when this call created the table (false: it existed already).
-    bool created = false;
-    /// What the service said, on failure.
-    diagnostics diag;
-};
-
-/// The raw answer to `dynamodb_backend::async_call`.
-struct dynamodb_response {
-    /// HTTP status (0 when no response arrived).
-    unsigned status = 0;
-    /// The response body (JSON), as received.
-    std::string body;
-    /// What the service said, on failure.
-    diagnostics diag;
-};
-
-namespace detail {
-
-using dynamodb_signer_fn = std::function<error_code(http::request&, aws::credentials const&,
-                                                    aws::signing_params const&, std::chrono::system_clock::time_point)>;
-
-struct dynamodb_call_result {
-    error_code ec;
-    unsigned status = 0;
-    std::string body;
-    diagnostics diag;
-};
-
-struct dynamodb_state {
-    dynamodb_state(dynamodb_backend_params p, http::client c)
-        : params(std::move(p)), ep(http::endpoint::from_url(params.effective_endpoint())), client(std::move(c)),
-          signing(aws::signing_params::for_service("dynamodb", params.region)) {
-        std::random_device rd;
-        std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-        rng.seed(seq);
-    }
-
-    dynamodb_backend_params params;
-    http::endpoint ep;
-    http::client client;
-    aws::signing_params signing;
-    // Set once a failed condition came back with the current item: the service honours ALL_OLD.
-    std::atomic<bool> returns_old_item{false};
-    std::mutex rng_mutex;
-    std::mt19937_64 rng;
-
-    dynamodb::table_ref table() const noexcept { return {params.table, params.partition_key}; }
-
-    std::string random_hex() {
-        std::uint64_t a, b;
-        {
-            std::lock_guard lock(rng_mutex);
-            a = rng();
-            b = rng();
-        }
-        static constexpr char digits[] = "0123456789abcdef";
-        std::string out(32, '0');
-        for (int i = 0; i < 16; ++i) {
-            out[static_cast<std::size_t>(i)] = digits[(a >> (60 - 4 * i)) & 15];
-            out[static_cast<std::size_t>(16 + i)] = digits[(b >> (60 - 4 * i)) & 15];
-        }
-        return out;
-    }
-
-    std::string create_hint() const {
-        return "create it with dynamodb_backend::async_create_table, or: aws dynamodb create-table --table-name " +
-               params.table + " --attribute-definitions AttributeName=" + params.partition_key +
-               ",AttributeType=S --key-schema AttributeName=" + params.partition_key +
-               ",KeyType=HASH --billing-mode PAY_PER_REQUEST";
-    }
-
-    std::string expected_schema() const {
-        return "exactly one HASH key named '" + params.partition_key +
-               "' of type S (dynamodb_backend_params::partition_key)";
-    }
-
-    // Says what a table-level failure means in the caller's terms.
-    void explain(diagnostics& d) const {
-        std::string const said = d.message.empty() ? std::string() : " (service said: " + d.message + ")";
-        if (d.service_code == "ResourceNotFoundException") {
-            d.message = "table '" + params.table + "' does not exist at " + ep.origin() + " in region " +
-                        params.region + ": " + create_hint() + said;
-        } else if (d.service_code == "ValidationException" && dynamodb::is_key_schema_message(d.message)) {
-            d.message = "table '" + params.table + "' does not have the key schema dynamodb_backend expects: " +
-                        expected_schema() + "; dynamodb_backend::async_check_table shows the table's schema" + said;
-        }
-    }
-
-    dynamodb_call_result finish_call(std::string_view op, error_code ec, http::response res,
-                                     http::request_info const& info) const {
-        dynamodb_call_result r;
-        if (ec) {
-            r.ec = ec;
-            r.diag = info.diag;
-            if (r.diag.message.empty()) r.diag.message = std::string(op) + " to " + ep.origin() + ": " + ec.message();
-            return r;
-        }
-        r.status = res.result_int();
-        r.diag.http_status = r.status;
-        if (auto it = res.find("x-amzn-RequestId"); it != res.end()) r.diag.request_id = std::string(it->value());
-        if (auto it = res.find("x-amz-crc32"); it != res.end()) {
-            if (!dynamodb::crc32_matches(std::string_view(it->value().data(), it->value().size()), res.body())) {
-                r.ec = errc::service_unavailable;
-                r.diag.message = std::string(op) +
-                                 ": the response body does not match its x-amz-crc32 checksum (corrupted in "
-                                 "transit); the request may have been applied";
-                return r;
-            }
-        }
-        r.body = std::move(res.body());
-        if (r.status >= 200 && r.status < 300) return r;
-        std::string_view type;
-        if (auto it = res.find("x-amzn-ErrorType"); it != res.end())
-            type = std::string_view(it->value().data(), it->value().size());
-        r.ec = dynamodb::parse_error(r.status, r.body, type, r.diag);
-        // Temporary credentials can expire early (revoked session, clock skew): fetch afresh next time.
-        if (params.credentials_provider &&
-            (r.diag.service_code == "ExpiredTokenException" || r.diag.service_code == "ExpiredToken"))
-            aws::credentials_provider(*params.credentials_provider).invalidate(); // a handle: copies share state
-        explain(r.diag);
-        return r;
-    }
-};
-
-} // namespace detail
 
 /** The record store over DynamoDB (see the file comment for the item schema, costs and errors).
 
@@ -369,17 +136,15 @@ public:
         Called by `basic_lease` with its Signer policy. Affects this handle
         and copies made after the call.
     */
-    template <class S>
-        requires aws::request_signer<S> && std::copy_constructible<S>
+    template <aws::request_signer S>
+        requires signer_policy<S>
     void use_signer(S s) {
-        signer_ = std::make_shared<detail::dynamodb_signer_fn const>(
-            [s = std::move(s)](http::request& r, aws::credentials const& c, aws::signing_params const& p,
-                               std::chrono::system_clock::time_point now) { return s.sign(r, c, p, now); });
+        channel_.use_signer(std::move(s));
     }
 
     /// Reads `key` (consistent). Completion: `void(error_code, get_result)`.
-    template <class Token>
-    auto async_get(std::string key, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_get(std::string key, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, get_result)>(
             [](auto handler, dynamodb_backend self, std::string k) {
                 self.start_get(get_handler(std::move(handler)), std::move(k));
@@ -393,8 +158,8 @@ public:
         (from the failure itself or from a consistent GetItem), or nothing
         when the key is absent.
     */
-    template <class Token>
-    auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, put_result)>(
             [](auto handler, dynamodb_backend self, std::string k, std::string b, precondition c) {
                 self.start_put(put_handler(std::move(handler)), std::move(k), std::move(b), std::move(c));
@@ -408,9 +173,9 @@ public:
         with a fence of at most `token`. Completion: `void(error_code, put_result)`, as
         `async_put` (`precondition_failed` with the current item on refusal).
     */
-    template <class Token>
+    template <class Token = boost::asio::deferred_t>
     auto async_put_fenced(std::string key, std::string body, std::uint64_t token, std::optional<std::string> known_version,
-                          Token&& tok) {
+                          Token&& tok = {}) {
         return boost::asio::async_initiate<Token, void(error_code, put_result)>(
             [](auto handler, dynamodb_backend self, std::string k, std::string b, std::uint64_t t, std::optional<std::string> v) {
                 self.start_put(put_handler(std::move(handler)), std::move(k), std::move(b), precondition::absent(),
@@ -420,8 +185,8 @@ public:
     }
 
     /// Deletes `key` if `pc` holds. Completion: `void(error_code, erase_result)`.
-    template <class Token>
-    auto async_erase(std::string key, precondition pc, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_erase(std::string key, precondition pc, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, erase_result)>(
             [](auto handler, dynamodb_backend self, std::string k, precondition c) {
                 self.start_erase(erase_handler(std::move(handler)), std::move(k), std::move(c));
@@ -433,8 +198,8 @@ public:
 
         Scans the whole table on every call: see the file comment.
     */
-    template <class Token>
-    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, list_page)>(
             [](auto handler, dynamodb_backend self, std::string p, std::string a, std::size_t l) {
                 self.start_list(list_handler(std::move(handler)), std::move(p), std::move(a), l);
@@ -443,8 +208,8 @@ public:
     }
 
     /// Checks what the table honours on a scratch item. Completion: `void(error_code, capabilities)`.
-    template <class Token>
-    auto async_probe(Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_probe(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, capabilities)>(
             [](auto handler, dynamodb_backend self) { self.start_probe(probe_handler(std::move(handler))); }, token,
             *this);
@@ -458,8 +223,8 @@ public:
         `table_wait_timeout` (then `errc::timeout`), polling DescribeTable.
         Completion: `void(error_code, dynamodb_table_info)`.
     */
-    template <class Token>
-    auto async_create_table(Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_create_table(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(
             [](auto handler, dynamodb_backend self) { self.start_table(table_handler(std::move(handler)), true); },
             token, *this);
@@ -472,8 +237,8 @@ public:
         key schema is not one HASH key `partition_key` of type S.
         Completion: `void(error_code, dynamodb_table_info)`.
     */
-    template <class Token>
-    auto async_check_table(Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_check_table(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(
             [](auto handler, dynamodb_backend self) { self.start_table(table_handler(std::move(handler)), false); },
             token, *this);
@@ -484,8 +249,8 @@ public:
         For tools and tests. Completion: `void(error_code, dynamodb_response)`;
         non-2xx statuses give the classified error, with the body kept.
     */
-    template <class Token>
-    auto async_call(std::string operation, std::string json_body, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_call(std::string operation, std::string json_body, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, dynamodb_response)>(
             [](auto handler, dynamodb_backend self, std::string op, std::string b) {
                 self.start_call(call_handler(std::move(handler)), std::move(op), std::move(b));
@@ -506,14 +271,7 @@ private:
     // `p` is taken by reference so that the public constructors validate it before it is moved from.
     dynamodb_backend(http::client client, dynamodb_backend_params&& p, int)
         : ex_(client.get_executor()),
-          st_(std::make_shared<detail::dynamodb_state>(std::move(p), std::move(client))),
-          signer_(default_signer()) {}
-
-    static std::shared_ptr<detail::dynamodb_signer_fn const> default_signer() {
-        return std::make_shared<detail::dynamodb_signer_fn const>(
-            [s = aws::sigv4_signer()](http::request& r, aws::credentials const& c, aws::signing_params const& p,
-                                      std::chrono::system_clock::time_point now) { return s.sign(r, c, p, now); });
-    }
+          st_(std::make_shared<detail::dynamodb_state>(std::move(p), std::move(client))), channel_(st_->channel) {}
 
     template <class Handler, class... Args>
     void complete(Handler h, Args&&... args) const {
@@ -532,47 +290,10 @@ private:
         req.set(bhttp::field::accept_encoding, "identity");
         req.body() = std::move(body);
         req.prepare_payload();
-        if (!st_->params.credentials_provider)
-            return sign_and_send(op, st_->params.credentials, std::move(req), slot, std::forward<F>(f));
-        auto& provider = *st_->params.credentials_provider;
-        if (auto creds = provider.usable_now())
-            return sign_and_send(op, *creds, std::move(req), slot, std::forward<F>(f));
-        // The continuation runs on the backend's executor (its strand), not the provider's.
-        provider.async_get(boost::asio::bind_executor(ex_, boost::asio::bind_cancellation_slot(
-            slot, [self = *this, op = std::string(op), req = std::move(req), slot,
-                   f = std::forward<F>(f)](error_code ec, aws::fetched_credentials fc) mutable {
-                if (ec) {
-                    result r;
-                    r.ec = ec;
-                    r.diag = std::move(fc.diag);
-                    return f(std::move(r));
-                }
-                self.sign_and_send(op, *fc.value, std::move(req), slot, std::move(f));
-            })));
-    }
-
-    template <class F>
-    void sign_and_send(std::string_view op, aws::credentials const& creds, http::request req,
-                       boost::asio::cancellation_slot slot, F&& f) const {
-        auto now = std::chrono::system_clock::now();
-        if (st_->client.has_skew_estimate()) now += st_->client.skew_estimate();
-        if (error_code sec = (*signer_)(req, creds, st_->signing, now)) {
-            result r;
-            r.ec = sec;
-            r.diag.message = std::string(op) + ": the request could not be signed (" + sec.message() +
-                             "); check dynamodb_backend_params::region and credentials";
-            boost::asio::post(ex_, [f = std::forward<F>(f), r = std::move(r)]() mutable { f(std::move(r)); });
-            return;
-        }
-        auto info = std::make_shared<http::request_info>();
-        http::request_info& info_ref = *info;
-        st_->client.async_request(
-            st_->ep, std::move(req), info_ref,
-            boost::asio::bind_cancellation_slot(
-                slot, [st = st_, info, op = std::string(op), f = std::forward<F>(f)](error_code ec,
-                                                                                    http::response res) mutable {
-                    f(st->finish_call(op, ec, std::move(res), *info));
-                }));
+        channel_.send(std::move(req), slot, [st = st_, op = std::string(op), f = std::forward<F>(f)](
+                                               aws::signed_reply r) mutable {
+            f(st->finish_call(op, r.ec, std::move(r.res), r.info));
+        });
     }
 
     error_code check_key(std::string const& key, diagnostics& diag) const {
@@ -581,7 +302,7 @@ private:
                            std::to_string(key.size()) + ")";
             return errc::invalid_argument;
         }
-        if (!detail::dynamodb::is_utf8(key)) {
+        if (!detail::is_utf8(key)) {
             diag.message = "key must be valid UTF-8 (DynamoDB S attributes are)";
             return errc::invalid_argument;
         }
@@ -626,7 +347,7 @@ private:
                                std::to_string(st_->params.max_body_bytes) + ")";
             return complete(std::move(h), error_code(errc::invalid_argument), std::move(out));
         }
-        std::string version = st_->random_hex();
+        std::string version = st_->names.hex128();
         std::string req = fence ? detail::dynamodb::fenced_put_item_request(
                                       st_->table(), key, body, version, fence->token,
                                       fence->known_version ? std::optional<std::string_view>(*fence->known_version) : std::nullopt)
@@ -731,258 +452,11 @@ private:
 
     executor_type ex_;
     std::shared_ptr<detail::dynamodb_state> st_;
-    std::shared_ptr<detail::dynamodb_signer_fn const> signer_;
+    aws::signed_channel channel_;
 };
-
-struct dynamodb_backend::list_op : std::enable_shared_from_this<dynamodb_backend::list_op> {
-    list_op(dynamodb_backend b, list_handler hh, std::string p, std::string a, std::size_t l)
-        : self(std::move(b)), h(std::move(hh)), prefix(std::move(p)), after(std::move(a)), limit(l) {}
-
-    dynamodb_backend self;
-    list_handler h;
-    std::string prefix, after;
-    std::size_t limit;
-    std::map<std::string, std::string> best; // the smallest `limit` matching keys so far
-    bool more = false;
-    std::size_t pages = 0;
-
-    void fail(error_code ec, diagnostics diag) {
-        list_page page;
-        page.diag = std::move(diag);
-        self.complete(std::move(h), ec, std::move(page));
-    }
-
-    void next(std::optional<std::string> start) {
-        auto slot = boost::asio::get_associated_cancellation_slot(h);
-        self.call("Scan", detail::dynamodb::scan_request(self.st_->table(), prefix, after, start), slot,
-                  [op = this->shared_from_this()](result r) { op->on_page(std::move(r)); });
-    }
-
-    void on_page(result r) {
-        if (r.ec) return fail(r.ec, std::move(r.diag));
-        detail::dynamodb::scan_page page;
-        if (auto ec = detail::dynamodb::parse_scan(r.body, self.st_->table(), page, r.diag))
-            return fail(ec, std::move(r.diag));
-        ++pages;
-        for (auto& e : page.entries) {
-            if (!e.key.starts_with(prefix) || (!after.empty() && e.key <= after)) continue;
-            best.insert_or_assign(std::move(e.key), std::move(e.version));
-            if (best.size() > limit) {
-                best.erase(std::prev(best.end()));
-                more = true;
-            }
-        }
-        if (page.last_key) {
-            if (pages >= self.st_->params.max_scan_pages) {
-                diagnostics d;
-                d.message = "listing table '" + self.st_->params.table + "' needs more than " +
-                            std::to_string(pages) +
-                            " Scan pages (dynamodb_backend_params::max_scan_pages); async_list scans the "
-                            "whole table and suits small tables only";
-                return fail(errc::capability_missing, std::move(d));
-            }
-            return next(std::move(page.last_key));
-        }
-        list_page out;
-        out.entries.reserve(best.size());
-        for (auto& [k, v] : best) out.entries.push_back(list_entry{k, v});
-        out.truncated = more;
-        self.complete(std::move(h), error_code{}, std::move(out));
-    }
-};
-
-struct dynamodb_backend::probe_op : std::enable_shared_from_this<dynamodb_backend::probe_op> {
-    probe_op(dynamodb_backend b, probe_handler hh) : self(std::move(b)), h(std::move(hh)) {
-        key = "baton-probe/" + self.st_->random_hex();
-    }
-
-    dynamodb_backend self;
-    probe_handler h;
-    std::string key;
-    capabilities caps;
-    std::string first, latest;
-
-    template <class Result, class F>
-    auto step(F f) {
-        return [op = this->shared_from_this(), f = std::move(f)](error_code ec, Result r) mutable {
-            f(*op, ec, std::move(r));
-        };
-    }
-
-    void done(error_code ec, diagnostics diag = {}) {
-        caps.diag = std::move(diag);
-        if (ec) caps.findings.push_back("probe stopped: " + caps.diag.to_string());
-        // Remove the scratch item whatever happened (best effort), then report.
-        self.start_erase(erase_handler(step<erase_result>([ec](probe_op& op, error_code, erase_result) {
-                             op.self.complete(std::move(op.h), ec, std::move(op.caps));
-                         })),
-                         key, precondition::none());
-    }
-
-    void run() {
-        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
-                           if (ec) return op.done(ec, std::move(r.diag));
-                           op.first = op.latest = r.version;
-                           op.create_again();
-                       })),
-                       key, "probe-1", precondition::absent());
-    }
-
-    void create_again() {
-        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
-                           if (ec && ec != errc::precondition_failed) return op.done(ec, std::move(r.diag));
-                           op.caps.conditional_create = ec == errc::precondition_failed;
-                           if (!ec) op.latest = r.version;
-                           op.caps.findings.push_back(std::string("put if absent on an existing key: ") +
-                                                      (op.caps.conditional_create ? "refused (honoured)"
-                                                                                  : "accepted (ignored)"));
-                           if (ec) {
-                               bool const old = op.self.st_->returns_old_item.load(std::memory_order_relaxed);
-                               op.caps.findings.push_back(
-                                   std::string("a failed condition returns the current item: ") +
-                                   (old ? "yes (ReturnValuesOnConditionCheckFailure honoured)"
-                                        : "no (a consistent GetItem fills it in)"));
-                           }
-                           op.replace_fresh();
-                       })),
-                       key, "probe-2", precondition::absent());
-    }
-
-    void replace_fresh() {
-        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
-                           if (ec && ec != errc::precondition_failed) return op.done(ec, std::move(r.diag));
-                           if (ec) {
-                               op.caps.findings.push_back("put if matching the current version: refused");
-                               return op.erase_stale();
-                           }
-                           op.latest = r.version;
-                           op.replace_stale();
-                       })),
-                       key, "probe-3", precondition::matches(latest));
-    }
-
-    void replace_stale() {
-        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
-                           if (ec && ec != errc::precondition_failed) return op.done(ec, std::move(r.diag));
-                           op.caps.conditional_replace = ec == errc::precondition_failed;
-                           op.caps.findings.push_back(std::string("put if matching a stale version: ") +
-                                                      (op.caps.conditional_replace ? "refused (honoured)"
-                                                                                   : "accepted (ignored)"));
-                           op.erase_stale();
-                       })),
-                       key, "probe-4", precondition::matches(first));
-    }
-
-    void erase_stale() {
-        self.start_erase(erase_handler(step<erase_result>([](probe_op& op, error_code ec, erase_result r) {
-                             if (ec && ec != errc::precondition_failed && ec != errc::not_found)
-                                 return op.done(ec, std::move(r.diag));
-                             op.caps.conditional_erase = ec == errc::precondition_failed;
-                             op.caps.findings.push_back(std::string("erase if matching a stale version: ") +
-                                                        (op.caps.conditional_erase ? "refused (honoured)"
-                                                                                   : "accepted (ignored)"));
-                             op.done(error_code{});
-                         })),
-                         key, precondition::matches(first));
-    }
-};
-
-struct dynamodb_backend::table_op : std::enable_shared_from_this<dynamodb_backend::table_op> {
-    table_op(dynamodb_backend b, table_handler hh, bool c)
-        : self(std::move(b)), h(std::move(hh)), create(c), timer(self.ex_),
-          deadline(std::chrono::steady_clock::now() + self.st_->params.table_wait_timeout) {}
-
-    dynamodb_backend self;
-    table_handler h;
-    bool create;
-    boost::asio::steady_timer timer;
-    std::chrono::steady_clock::time_point deadline;
-    std::chrono::milliseconds delay{100};
-    dynamodb_table_info info;
-
-    void finish(error_code ec, diagnostics diag = {}) {
-        info.diag = std::move(diag);
-        self.complete(std::move(h), ec, std::move(info));
-    }
-
-    void run() {
-        if (!create) return describe();
-        auto slot = boost::asio::get_associated_cancellation_slot(h);
-        self.call("CreateTable", detail::dynamodb::create_table_request(self.st_->table()), slot,
-                  [op = this->shared_from_this()](result r) {
-                      if (r.ec && r.diag.service_code != "ResourceInUseException")
-                          return op->finish(r.ec, std::move(r.diag));
-                      op->info.created = !r.ec;
-                      op->describe();
-                  });
-    }
-
-    void describe() {
-        auto slot = boost::asio::get_associated_cancellation_slot(h);
-        self.call("DescribeTable", detail::dynamodb::describe_table_request(self.st_->params.table), slot,
-                  [op = this->shared_from_this()](result r) { op->on_describe(std::move(r)); });
-    }
-
-    void on_describe(result r) {
-        if (r.ec) return finish(r.ec, std::move(r.diag));
-        detail::dynamodb::table_description d;
-        if (auto ec = detail::dynamodb::parse_table_description(r.body, self.st_->table(), d, r.diag))
-            return finish(ec, std::move(r.diag));
-        info.status = d.status;
-        info.key_schema = d.key_schema;
-        if (!d.key_schema_matches) {
-            diagnostics diag;
-            diag.message = "table '" + self.st_->params.table + "' has the key schema [" + d.key_schema +
-                           "], but dynamodb_backend needs " + self.st_->expected_schema() +
-                           ": use another table, or set partition_key to match a single S HASH key";
-            return finish(errc::invalid_argument, std::move(diag));
-        }
-        if (!create || d.status == "ACTIVE") return finish(error_code{});
-        if (std::chrono::steady_clock::now() + delay > deadline) {
-            diagnostics diag;
-            diag.message = "table '" + self.st_->params.table + "' is still " + d.status + " after " +
-                           std::to_string(self.st_->params.table_wait_timeout.count()) +
-                           " ms (dynamodb_backend_params::table_wait_timeout)";
-            return finish(errc::timeout, std::move(diag));
-        }
-        timer.expires_after(delay);
-        delay = std::min(delay * 2, std::chrono::milliseconds(2000));
-        auto slot = boost::asio::get_associated_cancellation_slot(h);
-        timer.async_wait(boost::asio::bind_cancellation_slot(
-            slot, [op = this->shared_from_this()](error_code ec) {
-                if (ec) {
-                    diagnostics diag;
-                    diag.message = "cancelled while waiting for table '" + op->self.st_->params.table +
-                                   "' to become ACTIVE";
-                    return op->finish(boost::asio::error::operation_aborted, std::move(diag));
-                }
-                op->describe();
-            }));
-    }
-};
-
-inline void dynamodb_backend::start_list(list_handler h, std::string prefix, std::string after, std::size_t limit) const {
-    if (limit == 0) {
-        list_page out;
-        out.diag.message = "list limit must be at least 1";
-        return complete(std::move(h), error_code(errc::invalid_argument), std::move(out));
-    }
-    auto op = std::make_shared<list_op>(*this, std::move(h), std::move(prefix), std::move(after), limit);
-    op->next(std::nullopt);
-}
-
-inline void dynamodb_backend::start_probe(probe_handler h) const {
-    auto op = std::make_shared<probe_op>(*this, std::move(h));
-    op->run();
-}
-
-inline void dynamodb_backend::start_table(table_handler h, bool create) const {
-    auto op = std::make_shared<table_op>(*this, std::move(h), create);
-    op->run();
-}
-
-static_assert(record_store<dynamodb_backend>);
 
 } // namespace baton
+
+#include <baton/backend/impl/dynamodb.hpp>
 
 #endif

@@ -3,7 +3,7 @@
 #define BATON_BACKEND_MEMORY_HPP
 
 /** @file
-    `memory_backend`: the record store in this process's memory.
+    Layer: backends. `memory_backend`: the record store in this process's memory.
 
     For deterministic simulation, demos and benchmarks: it enforces every
     precondition exactly, gives every put a fresh version, and counts
@@ -11,11 +11,13 @@
     not a substitute for a real server in integration tests.
 */
 
-#include <baton/detail/config.hpp>
-#include <baton/error.hpp>
-#include <baton/store.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+#include <baton/store/detail/local_probe.hpp>
+#include <baton/store/record_store.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
@@ -45,14 +47,7 @@ public:
     using executor_type = boost::asio::any_io_executor;
 
     /// Requests served, by kind.
-    struct request_counts {
-        std::uint64_t gets = 0;      ///< `async_get` calls
-        std::uint64_t puts = 0;      ///< `async_put` calls, whatever their outcome
-        std::uint64_t erases = 0;    ///< `async_erase` calls
-        std::uint64_t lists = 0;     ///< `async_list` calls
-        std::uint64_t probes = 0;    ///< `async_probe` calls
-        std::uint64_t refused = 0;   ///< puts and erases refused by their precondition
-    };
+    using request_counts = detail::local_request_counts;
 
     /// An empty store whose completions run on `ex`.
     explicit memory_backend(executor_type ex, memory_backend_params p = {})
@@ -65,8 +60,8 @@ public:
     memory_backend rebind(executor_type ex) const { return memory_backend(std::move(ex), state_); }
 
     /// Reads `key`. Completion: `void(error_code, get_result)`.
-    template <class Token>
-    auto async_get(std::string key, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_get(std::string key, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, get_result)>(
             [st = state_, ex = ex_](auto handler, std::string key) {
                 get_result r;
@@ -77,8 +72,8 @@ public:
     }
 
     /// Writes `key` if `pc` holds. Completion: `void(error_code, put_result)`.
-    template <class Token>
-    auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, put_result)>(
             [st = state_, ex = ex_](auto handler, std::string key, std::string body, precondition pc) {
                 put_result r;
@@ -89,8 +84,8 @@ public:
     }
 
     /// Deletes `key` if `pc` holds. Completion: `void(error_code, erase_result)`.
-    template <class Token>
-    auto async_erase(std::string key, precondition pc, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_erase(std::string key, precondition pc, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, erase_result)>(
             [st = state_, ex = ex_](auto handler, std::string key, precondition pc) {
                 erase_result r;
@@ -101,8 +96,8 @@ public:
     }
 
     /// Lists keys with `prefix` strictly after `after`. Completion: `void(error_code, list_page)`.
-    template <class Token>
-    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, list_page)>(
             [st = state_, ex = ex_](auto handler, std::string prefix, std::string after, std::size_t limit) {
                 list_page r;
@@ -113,8 +108,8 @@ public:
     }
 
     /// Checks what the store honours on a scratch key. Completion: `void(error_code, capabilities)`.
-    template <class Token>
-    auto async_probe(Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_probe(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, capabilities)>(
             [st = state_, ex = ex_](auto handler) {
                 capabilities c = st->probe();
@@ -242,21 +237,9 @@ private:
             // The same checks a remote store gets, run on a scratch key (not counted as requests).
             capabilities c;
             std::string const key = "baton-probe/" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-            put_result first, second, stale, fresh;
-            put(key, "probe-1", precondition::absent(), first, false);
-            c.conditional_create = put(key, "probe-2", precondition::absent(), second, false) == errc::precondition_failed;
-            c.findings.push_back(std::string("put if absent on an existing key: ") +
-                                 (c.conditional_create ? "refused (honoured)" : "accepted (ignored)"));
-            error_code fresh_ec = put(key, "probe-3", precondition::matches(first.version), fresh, false);
-            c.conditional_replace =
-                !fresh_ec && put(key, "probe-4", precondition::matches(first.version), stale, false) == errc::precondition_failed;
-            c.findings.push_back(std::string("put if matching a stale version: ") +
-                                 (c.conditional_replace ? "refused (honoured)" : "accepted (ignored)"));
-            diagnostics ignored;
-            c.conditional_erase = erase(key, precondition::matches(first.version), ignored, false) == errc::precondition_failed;
-            c.findings.push_back(std::string("erase if matching a stale version: ") +
-                                 (c.conditional_erase ? "refused (honoured)" : "accepted (ignored)"));
-            erase(key, precondition::none(), ignored, false);
+            detail::probe_by_writes(
+                key, [&](auto const& k, std::string b, precondition pc, put_result& r) { return put(k, std::move(b), pc, r, false); },
+                [&](auto const& k, precondition pc, diagnostics& d) { return erase(k, pc, d, false); }, c);
             return c;
         }
 

@@ -3,20 +3,20 @@
 #define BATON_SIM_FAULTY_BACKEND_HPP
 
 /** @file
-    A record store that misbehaves on purpose: it wraps any backend and,
-    per request, drops it, applies it and drops the response, delays it,
-    delivers it twice, answers a read with an older answer, or answers
-    409 / 412 / 500 / 503 / throttled (applied or not), as a seeded random source and
-    a fault profile say. Every request also gets network latency, and the
-    client side times out as an HTTP client would, so a write can land after
-    its sender gave up on it.
+    Layer: simulation kit (on the store and core). A record store that misbehaves on purpose: it wraps
+    any backend and, per request, drops it, applies it and drops the response, delays it, delivers it
+    twice, answers a read with an older answer, or answers 409 / 412 / 500 / 503 / throttled (applied or
+    not), as a seeded random source and a fault profile say. Every request also gets network latency,
+    and the client side times out as an HTTP client would, so a write can land after its sender gave up
+    on it.
 */
 
-#include <baton/error.hpp>
+#include <baton/core/error.hpp>
 #include <baton/sim/manual_clock.hpp>
-#include <baton/store.hpp>
+#include <baton/store/record_store.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/async_result.hpp>
@@ -164,51 +164,51 @@ public:
     Backend& inner() noexcept { return st_->inner; }
 
     /// @copydoc memory_backend::async_get
-    template <class Token>
-    auto async_get(std::string key, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_get(std::string key, Token&& token = {}) {
         return run<get_result>(std::forward<Token>(token), false, [key](Backend& b, auto h) mutable {
             b.async_get(std::move(key), std::move(h));
         }, key);
     }
 
     /// @copydoc memory_backend::async_put
-    template <class Token>
-    auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
         return run<put_result>(std::forward<Token>(token), true, [key, body, pc](Backend& b, auto h) mutable {
             b.async_put(std::move(key), std::move(body), std::move(pc), std::move(h));
         });
     }
 
     /// The fenced-write hook of the wrapped backend (when it has one), with the faults of a put.
-    template <class Token, class B = Backend>
+    template <class Token = boost::asio::deferred_t, class B = Backend>
         requires requires(B& b, std::string s, std::uint64_t t, std::optional<std::string> v,
                           detail::archetype_handler<void(error_code, put_result)> h) { b.async_put_fenced(s, s, t, v, std::move(h)); }
     auto async_put_fenced(std::string key, std::string body, std::uint64_t fence, std::optional<std::string> known_version,
-                          Token&& token) {
+                          Token&& token = {}) {
         return run<put_result>(std::forward<Token>(token), true, [key, body, fence, known_version](Backend& b, auto h) mutable {
             b.async_put_fenced(std::move(key), std::move(body), fence, std::move(known_version), std::move(h));
         });
     }
 
     /// @copydoc memory_backend::async_erase
-    template <class Token>
-    auto async_erase(std::string key, precondition pc, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_erase(std::string key, precondition pc, Token&& token = {}) {
         return run<erase_result>(std::forward<Token>(token), true, [key, pc](Backend& b, auto h) mutable {
             b.async_erase(std::move(key), std::move(pc), std::move(h));
         });
     }
 
     /// @copydoc memory_backend::async_list
-    template <class Token>
-    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
         return run<list_page>(std::forward<Token>(token), false, [prefix, after, limit](Backend& b, auto h) mutable {
             b.async_list(std::move(prefix), std::move(after), limit, std::move(h));
         });
     }
 
     /// Probes pass through without faults.
-    template <class Token>
-    auto async_probe(Token&& token) {
+    template <class Token = boost::asio::deferred_t>
+    auto async_probe(Token&& token = {}) {
         return st_->inner.async_probe(std::forward<Token>(token));
     }
 

@@ -3,7 +3,7 @@
 #define BATON_SIM_MANUAL_CLOCK_HPP
 
 /** @file
-    Virtual time for deterministic simulation.
+    Layer: simulation kit (on the store and core). Virtual time for deterministic simulation.
 
     `virtual_clock` is the simulation's real time: an Asio-compatible clock
     that moves only when the scheduler advances it, so timers armed on it
@@ -15,7 +15,7 @@
     one thread.
 */
 
-#include <baton/clock.hpp>
+#include <baton/core/clock.hpp>
 
 #include <boost/asio/wait_traits.hpp>
 

@@ -3,9 +3,9 @@
 #define BATON_SIM_PAUSABLE_EXECUTOR_HPP
 
 /** @file
-    An executor that can be frozen, to model a participant whose process
-    stops running (a GC pause, SIGSTOP, a VM migration) while the rest of
-    the world, its clock included, goes on.
+    Layer: simulation kit (on the store and core). An executor that can be frozen, to model a
+    participant whose process stops running (a GC pause, SIGSTOP, a VM migration) while the rest of the
+    world, its clock included, goes on.
 */
 
 #include <boost/asio/execution.hpp>

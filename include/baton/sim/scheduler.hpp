@@ -3,8 +3,8 @@
 #define BATON_SIM_SCHEDULER_HPP
 
 /** @file
-    The seeded scheduler: one io_context, virtual time, and a random source,
-    so that a simulation run is a pure function of its seed.
+    Layer: simulation kit (on the store and core). The seeded scheduler: one io_context, virtual time,
+    and a random source, so that a simulation run is a pure function of its seed.
 */
 
 #include <baton/sim/manual_clock.hpp>

@@ -4,8 +4,8 @@
 #ifndef BATON_TEST_COMMON_FENCED_SCENARIOS_HPP
 #define BATON_TEST_COMMON_FENCED_SCENARIOS_HPP
 
-#include <baton/fenced.hpp>
-#include <baton/lease.hpp>
+#include <baton/recipe/fenced.hpp>
+#include <baton/recipe/lease.hpp>
 
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 #ifndef BATON_TEST_COMMON_KV_SCENARIOS_HPP
 #define BATON_TEST_COMMON_KV_SCENARIOS_HPP
 
-#include <baton/kv.hpp>
+#include <baton/recipe/kv.hpp>
 
 #include <doctest/doctest.h>
 #include <test_common/fenced_scenarios.hpp> // run_io_until

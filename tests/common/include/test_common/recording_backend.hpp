@@ -4,10 +4,10 @@
 #define BATON_TEST_COMMON_RECORDING_BACKEND_HPP
 
 #include <baton/backend/memory.hpp>
-#include <baton/detail/fenced_machine.hpp>
+#include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/sim/faulty_backend.hpp>
 #include <baton/sim/scheduler.hpp>
-#include <baton/store.hpp>
+#include <baton/store/record_store.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -1,0 +1,349 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_AWS_DETAIL_CREDENTIAL_SOURCE_HPP
+#define BATON_AWS_DETAIL_CREDENTIAL_SOURCE_HPP
+
+// Layer: wire (aws), internal. What every credentials source is (`credentials_source`, its outcomes), the
+// helpers they share (environment lookups, URL targets, JSON credential documents, scrubbing secrets from
+// messages), and the static and environment sources.
+
+#include <baton/aws/provider_options.hpp>
+#include <baton/aws/endpoint.hpp>
+#include <baton/aws/profile.hpp>
+#include <baton/aws/sigv4.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/aws/detail/xml.hpp>
+#include <baton/core/error.hpp>
+#include <baton/http/client.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#ifndef BATON_DOXYGEN
+namespace baton::aws::detail {
+
+namespace asio = boost::asio;
+namespace bhttp = boost::beast::http;
+
+// What a source produced. Absent: not configured here, the chain goes on. Failed: configured but broken, it stops.
+struct source_outcome {
+    enum class kind { found, absent, failed };
+    kind what = kind::failed;
+    error_code ec;                             // failed
+    std::shared_ptr<credentials const> creds;  // found
+    std::string label;                         // which source, e.g. `environment`, `profile 'dev'`
+    std::string reason;                        // absent / failed: why, without the label
+    diagnostics diag;                          // failed: HTTP status, service code, request id
+
+    std::string tried_entry() const { return label.empty() ? reason : label + " (" + reason + ")"; }
+};
+
+inline source_outcome found_outcome(std::string label, credentials c) {
+    source_outcome o;
+    o.what = source_outcome::kind::found;
+    o.creds = std::make_shared<credentials const>(std::move(c));
+    o.label = std::move(label);
+    return o;
+}
+inline source_outcome absent_outcome(std::string label, std::string reason) {
+    source_outcome o;
+    o.what = source_outcome::kind::absent;
+    o.label = std::move(label);
+    o.reason = std::move(reason);
+    return o;
+}
+inline source_outcome failed_outcome(std::string label, error_code ec, std::string reason, diagnostics d = {}) {
+    source_outcome o;
+    o.what = source_outcome::kind::failed;
+    o.ec = ec;
+    o.label = std::move(label);
+    o.reason = std::move(reason);
+    o.diag = std::move(d);
+    return o;
+}
+
+using source_callback = asio::any_completion_handler<void(source_outcome)>;
+
+// One place credentials come from. fetch() runs on the provider's strand and calls `done` exactly once,
+// possibly before it returns; the provider never runs two fetches of one source at once.
+class credentials_source {
+public:
+    explicit credentials_source(std::string name) : name_(std::move(name)) {}
+    virtual ~credentials_source() = default;
+    credentials_source(credentials_source const&) = delete;
+    credentials_source& operator=(credentials_source const&) = delete;
+
+    std::string const& name() const noexcept { return name_; }
+    virtual void fetch(source_callback done) = 0;
+
+private:
+    std::string name_;
+};
+
+// Why a credential value cannot be used, or nothing. Values are never echoed: they may be secret.
+inline std::optional<std::string> credentials_problem(credentials const& c) {
+    auto bad_chars = [](std::string const& s) {
+        return std::any_of(s.begin(), s.end(), [](char ch) {
+            auto const u = static_cast<unsigned char>(ch);
+            return u <= 0x20 || u == 0x7f;
+        });
+    };
+    if (c.access_key_id.empty()) return "the access key id is empty";
+    if (c.secret_access_key.empty()) return "the secret access key is empty";
+    if (bad_chars(c.access_key_id)) return "the access key id contains white space or control characters";
+    if (bad_chars(c.secret_access_key))
+        return "the secret access key contains white space or control characters (is a line indented by mistake?)";
+    if (bad_chars(c.session_token))
+        return "the session token contains white space or control characters (is a line indented by mistake?)";
+    return std::nullopt;
+}
+
+inline bool env_true(env_lookup const& env, char const* name) {
+    auto v = env(name);
+    if (!v) return false;
+    std::string s = *v;
+    for (char& c : s)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s == "true";
+}
+
+inline std::optional<std::string> env_value(env_lookup const& env, char const* name) {
+    auto v = env(name);
+    if (!v || v->empty()) return std::nullopt;
+    return v;
+}
+
+// Removes every occurrence of `secret` from text that may echo it (service messages).
+inline std::string scrub(std::string text, std::string_view secret) {
+    if (secret.size() < 4) return text;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
+        text.replace(at, secret.size(), "***");
+    return text;
+}
+
+// A header value must be one line of visible characters; a token that is not would split the request.
+inline bool header_safe(std::string_view v) {
+    return !v.empty() && std::none_of(v.begin(), v.end(), [](char ch) {
+        auto const u = static_cast<unsigned char>(ch);
+        return (u < 0x20 && ch != '\t') || u == 0x7f;
+    });
+}
+
+inline std::string_view trim_token(std::string_view s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
+        s.remove_prefix(1);
+    return s;
+}
+
+// A URL split into what the HTTP client pools on and the request target (path and query).
+struct url_target {
+    http::endpoint ep;
+    std::string target; // starts with '/'
+};
+
+// Parses `scheme://host[:port][/path][?query]`. Messages never repeat the URL, which might carry a secret.
+inline boost::system::result<url_target> split_url(std::string_view url, std::string& problem) {
+    auto parsed = boost::urls::parse_uri(url);
+    if (!parsed) {
+        problem = "not a valid URL (" + parsed.error().message() + ")";
+        return error_code(errc::invalid_argument);
+    }
+    auto const& u = *parsed;
+    if (!u.has_authority()) {
+        problem = "it has no host";
+        return error_code(errc::invalid_argument);
+    }
+    std::string origin(u.scheme());
+    origin += "://";
+    origin += u.encoded_authority();
+    diagnostics d;
+    auto ep = http::parse_endpoint(origin, d);
+    if (!ep) {
+        problem = d.message;
+        return ep.error();
+    }
+    if (u.has_fragment()) {
+        problem = "it must not have a fragment";
+        return error_code(errc::invalid_argument);
+    }
+    url_target out{*ep, std::string(u.encoded_path())};
+    if (out.target.empty() || out.target.front() != '/') out.target.insert(out.target.begin(), '/');
+    if (u.has_query()) {
+        out.target += '?';
+        out.target += u.encoded_query();
+    }
+    return out;
+}
+
+// Joins a base target (`/` or `/prefix/`) and an absolute path.
+inline std::string join_target(std::string const& base, std::string_view path) {
+    std::string out = base;
+    auto const q = out.find('?');
+    if (q != std::string::npos) out.resize(q);
+    while (!out.empty() && out.back() == '/') out.pop_back();
+    out += path;
+    return out;
+}
+
+inline std::string describe_transport_failure(std::string const& what, http::request_info const& info,
+                                              error_code ec) {
+    return what + ": " + (info.diag.message.empty() ? ec.message() : info.diag.message);
+}
+
+// The four fields of a credentials JSON document (container endpoint, IMDS). On failure: `invalid_response`
+// (or `auth_failed` for an IMDS `Code` other than `Success`) and a reason naming the field.
+inline error_code parse_json_credentials(std::string_view body, credentials& out, std::string& reason,
+                                         diagnostics& diag) {
+    boost::system::error_code jec;
+    boost::json::value const v = boost::json::parse(body, jec);
+    if (jec) {
+        reason = "the response is not valid JSON (" + jec.message() + ")";
+        return errc::invalid_response;
+    }
+    auto const* obj = v.if_object();
+    if (obj == nullptr) {
+        reason = "the response is not a JSON object";
+        return errc::invalid_response;
+    }
+    auto field = [&](char const* name) -> std::optional<std::string> {
+        auto const* f = obj->if_contains(name);
+        if (f == nullptr || !f->is_string()) return std::nullopt;
+        return std::string(f->as_string());
+    };
+    if (auto const* code = obj->if_contains("Code")) {
+        if (!code->is_string()) {
+            reason = "the response's 'Code' is not a string";
+            return errc::invalid_response;
+        }
+        if (code->as_string() != "Success") {
+            diag.service_code = printable(std::string_view(code->as_string()));
+            auto const msg = field("Message");
+            reason = "the endpoint answered with Code '" + diag.service_code + "'" +
+                     (msg ? ": " + printable(*msg, 200) : std::string());
+            return errc::auth_failed;
+        }
+    }
+    for (char const* name : {"AccessKeyId", "SecretAccessKey", "Token", "Expiration"}) {
+        auto const value = field(name);
+        if (!value || value->empty()) {
+            reason = std::string("the response has no '") + name + "' string";
+            return errc::invalid_response;
+        }
+    }
+    out.access_key_id = *field("AccessKeyId");
+    out.secret_access_key = *field("SecretAccessKey");
+    out.session_token = *field("Token");
+    auto const expiration = *field("Expiration");
+    out.expiration = parse_iso8601(expiration);
+    if (!out.expiration) {
+        reason = "the response's 'Expiration' ('" + printable(expiration, 40) + "') is not an ISO 8601 time";
+        return errc::invalid_response;
+    }
+    if (auto p = credentials_problem(out)) {
+        reason = "the response's credentials are unusable: " + *p;
+        return errc::invalid_response;
+    }
+    return {};
+}
+
+// The error classes of a credentials endpoint's non-200 status.
+inline error_code status_error(unsigned status) {
+    if (status == 401 || status == 403) return errc::auth_failed;
+    if (status == 429) return errc::throttled;
+    if (status >= 500) return errc::service_unavailable;
+    return errc::invalid_response;
+}
+
+// ---- static and environment --------------------------------------------------------------
+
+class static_source final : public credentials_source {
+public:
+    explicit static_source(credentials c) : credentials_source("static"), creds_(std::move(c)) {}
+    void fetch(source_callback done) override { std::move(done)(found_outcome(name(), creds_)); }
+
+private:
+    credentials creds_;
+};
+
+class environment_source final : public credentials_source {
+public:
+    environment_source(env_lookup env, bool skip_when_profile_chosen)
+        : credentials_source("environment"), env_(std::move(env)), skip_(skip_when_profile_chosen) {}
+
+    void fetch(source_callback done) override { std::move(done)(read()); }
+
+private:
+    env_lookup env_;
+    bool skip_;
+
+    source_outcome read() const {
+        if (skip_) {
+            auto const choice = choose_profile(env_);
+            if (choice.is_explicit()) return absent_outcome(name(), "skipped: " + choice.chosen_by + " is set");
+        }
+        auto const id = env_value(env_, "AWS_ACCESS_KEY_ID");
+        auto const secret = env_value(env_, "AWS_SECRET_ACCESS_KEY");
+        if (!id)
+            return absent_outcome(name(), secret ? "AWS_ACCESS_KEY_ID not set, though AWS_SECRET_ACCESS_KEY is"
+                                                 : "AWS_ACCESS_KEY_ID not set");
+        if (!secret)
+            return failed_outcome(name(), errc::no_credentials,
+                                  "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not; set both, or neither");
+        credentials c;
+        c.access_key_id = *id;
+        c.secret_access_key = *secret;
+        if (auto t = env_value(env_, "AWS_SESSION_TOKEN"))
+            c.session_token = *t;
+        else if (auto legacy = env_value(env_, "AWS_SECURITY_TOKEN"))
+            c.session_token = *legacy;
+        if (auto e = env_value(env_, "AWS_CREDENTIAL_EXPIRATION")) {
+            c.expiration = parse_iso8601(*e);
+            if (!c.expiration)
+                return failed_outcome(name(), errc::no_credentials,
+                                      "AWS_CREDENTIAL_EXPIRATION ('" + printable(*e, 40) +
+                                          "') is not an ISO 8601 time such as 2026-01-31T12:00:00Z");
+        }
+        if (auto p = credentials_problem(c)) return failed_outcome(name(), errc::no_credentials, "unusable: " + *p);
+        return found_outcome(name(), std::move(c));
+    }
+};
+
+} // namespace baton::aws::detail
+#endif
+
+#endif

@@ -1,0 +1,325 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_AWS_IMPL_SIGV4_PRIMITIVES_IPP
+#define BATON_AWS_IMPL_SIGV4_PRIMITIVES_IPP
+
+// Layer: wire (aws), internal. The compiled primitives of the SigV4 signer: SHA-256
+// and HMAC through OpenSSL, the checks on credentials and scope names, dates, and
+// percent-encoding. aws/impl/sigv4.ipp builds the canonical request on them.
+
+#include <baton/aws/sigv4.hpp>
+
+#include <boost/beast/http/field.hpp>
+#include <boost/system/errc.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/grammar/string_token.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+namespace baton::aws {
+namespace detail {
+
+namespace bhttp = boost::beast::http;
+
+inline constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
+inline constexpr std::string_view unsigned_payload_literal = "UNSIGNED-PAYLOAD";
+inline constexpr std::string_view scope_terminator = "aws4_request";
+inline constexpr std::string_view security_token_header = "X-Amz-Security-Token";
+inline constexpr std::string_view date_header = "X-Amz-Date";
+inline constexpr std::string_view content_sha256_header = "x-amz-content-sha256";
+
+inline std::string_view sv(boost::core::string_view s) noexcept { return {s.data(), s.size()}; }
+
+// ---------------------------------------------------------------- crypto
+
+// One SHA-256 implementation fetched once per process (implicit fetches on every
+// call cost more than hashing a DynamoDB request).
+BATON_DECL EVP_MD const* sha256_md() noexcept {
+    static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return md;
+}
+
+struct md_ctx_holder {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    md_ctx_holder() = default;
+    md_ctx_holder(md_ctx_holder const&) = delete;
+    md_ctx_holder& operator=(md_ctx_holder const&) = delete;
+    ~md_ctx_holder() { EVP_MD_CTX_free(ctx); }
+};
+
+// A digest context per thread, reused across calls to avoid allocating one per hash.
+BATON_DECL EVP_MD_CTX* thread_md_ctx() noexcept {
+    thread_local md_ctx_holder holder;
+    return holder.ctx;
+}
+
+using digest = std::array<unsigned char, 32>;
+
+// SHA-256 over the concatenation of up to two pieces.
+BATON_DECL bool sha256(std::string_view a, std::string_view b, unsigned char* out) noexcept {
+    EVP_MD const* md = sha256_md();
+    EVP_MD_CTX* ctx = thread_md_ctx();
+    if (md == nullptr || ctx == nullptr) return false;
+    unsigned int len = 0;
+    return EVP_DigestInit_ex2(ctx, md, nullptr) == 1 && EVP_DigestUpdate(ctx, a.data(), a.size()) == 1 &&
+           (b.empty() || EVP_DigestUpdate(ctx, b.data(), b.size()) == 1) &&
+           EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == 32;
+}
+
+// HMAC-SHA256 (RFC 2104) on the reused digest context; cheaper than fetching an EVP_MAC per call.
+BATON_DECL bool hmac_sha256(unsigned char const* key, std::size_t key_len, std::string_view msg,
+                            unsigned char* out) noexcept {
+    unsigned char k[64] = {};
+    if (key_len > sizeof k) {
+        if (!sha256({reinterpret_cast<char const*>(key), key_len}, {}, k)) return false;
+    } else if (key_len != 0) {
+        std::memcpy(k, key, key_len);
+    }
+    unsigned char pad[64];
+    for (std::size_t i = 0; i < 64; ++i) pad[i] = static_cast<unsigned char>(k[i] ^ 0x36);
+    unsigned char inner[32];
+    bool ok = sha256({reinterpret_cast<char const*>(pad), 64}, msg, inner);
+    for (std::size_t i = 0; i < 64; ++i) pad[i] = static_cast<unsigned char>(k[i] ^ 0x5c);
+    ok = ok && sha256({reinterpret_cast<char const*>(pad), 64}, {reinterpret_cast<char const*>(inner), 32}, out);
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(pad, sizeof pad);
+    OPENSSL_cleanse(inner, sizeof inner);
+    return ok;
+}
+
+// Clears a small secret on the hot path: a plain memset the compiler may not drop,
+// without OPENSSL_cleanse's call and byte loop.
+inline void wipe(void* p, std::size_t n) noexcept {
+    std::memset(p, 0, n);
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+#else
+    OPENSSL_cleanse(p, n);
+#endif
+}
+
+// HMAC-SHA256 under a 32-byte signing key, with the key's padded blocks kept per
+// thread: a signer uses one key per day, region and service, so rebuilding the pads
+// for every request is wasted work. They are wiped when the thread ends.
+struct hmac_pads {
+    bool valid = false;
+    unsigned char key[32] = {};
+    unsigned char ipad[64] = {};
+    unsigned char opad[64] = {};
+    hmac_pads() = default;
+    hmac_pads(hmac_pads const&) = delete;
+    hmac_pads& operator=(hmac_pads const&) = delete;
+    ~hmac_pads() {
+        OPENSSL_cleanse(key, sizeof key);
+        OPENSSL_cleanse(ipad, sizeof ipad);
+        OPENSSL_cleanse(opad, sizeof opad);
+    }
+};
+
+BATON_DECL bool hmac_sha256_key32(unsigned char const* key, std::string_view msg, unsigned char* out) noexcept {
+    thread_local hmac_pads pads;
+    std::uint64_t diff = 0; // branch-free compare, as CRYPTO_memcmp but without the call
+    for (std::size_t i = 0; i < 32; i += 8) {
+        std::uint64_t a, b;
+        std::memcpy(&a, pads.key + i, 8);
+        std::memcpy(&b, key + i, 8);
+        diff |= a ^ b;
+    }
+    if (!pads.valid || diff != 0) {
+        std::memcpy(pads.key, key, 32);
+        for (std::size_t i = 0; i < 64; ++i) {
+            unsigned char const k = i < 32 ? key[i] : 0;
+            pads.ipad[i] = static_cast<unsigned char>(k ^ 0x36);
+            pads.opad[i] = static_cast<unsigned char>(k ^ 0x5c);
+        }
+        pads.valid = true;
+    }
+    unsigned char inner[32];
+    return sha256({reinterpret_cast<char const*>(pads.ipad), 64}, msg, inner) &&
+           sha256({reinterpret_cast<char const*>(pads.opad), 64}, {reinterpret_cast<char const*>(inner), 32}, out);
+}
+
+// Two output characters per byte from one table lookup.
+BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcept {
+    static constexpr auto pairs = [] {
+        std::array<char, 512> t{};
+        constexpr char digits[] = "0123456789abcdef";
+        for (std::size_t b = 0; b < 256; ++b) {
+            t[2 * b] = digits[b >> 4];
+            t[2 * b + 1] = digits[b & 0xf];
+        }
+        return t;
+    }();
+    unsigned char const* const end = p + n;
+    for (; end - p >= 4; p += 4, out += 8) { // four bytes to eight characters, one store
+        char chunk[8];
+        std::memcpy(chunk + 0, pairs.data() + 2 * p[0], 2);
+        std::memcpy(chunk + 2, pairs.data() + 2 * p[1], 2);
+        std::memcpy(chunk + 4, pairs.data() + 2 * p[2], 2);
+        std::memcpy(chunk + 6, pairs.data() + 2 * p[3], 2);
+        std::memcpy(out, chunk, 8);
+    }
+    for (; p != end; ++p, out += 2) std::memcpy(out, pairs.data() + 2 * *p, 2);
+}
+
+inline error_code crypto_failure() noexcept {
+    return boost::system::errc::make_error_code(boost::system::errc::not_supported);
+}
+
+// ---------------------------------------------------------------- validation and dates
+
+inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// Character classes for validation, one table lookup per character.
+enum : unsigned char { scope_char = 1, visible_char = 2, key_id_char = 4, hash_char = 8, unreserved_char = 16 };
+inline constexpr auto char_classes = [] {
+    std::array<unsigned char, 256> t{};
+    for (int c = 0x21; c <= 0x7e; ++c) {
+        bool const alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        unsigned char v = visible_char;
+        if (c != '/' && c != ',') v |= key_id_char;
+        if (alnum || c == '-' || c == '_' || c == '.') v |= scope_char;
+        if (alnum || c == '-') v |= hash_char;
+        if (alnum || c == '-' || c == '.' || c == '_' || c == '~') v |= unreserved_char; // RFC 3986
+        t[static_cast<std::size_t>(c)] = v;
+    }
+    return t;
+}();
+
+inline bool all_of_class(std::string_view s, unsigned char cls) noexcept {
+    unsigned char all = cls;
+    for (char c : s) all &= char_classes[static_cast<unsigned char>(c)];
+    return all == cls;
+}
+
+// Characters safe inside the credential scope: no separators, no control bytes.
+inline bool is_scope_name(std::string_view s) noexcept { return !s.empty() && all_of_class(s, scope_char); }
+
+inline bool is_visible_ascii(std::string_view s) noexcept { return all_of_class(s, visible_char); }
+
+inline bool is_key_id(std::string_view s) noexcept { return !s.empty() && all_of_class(s, key_id_char); }
+
+inline bool is_payload_hash(std::string_view s) noexcept { return !s.empty() && all_of_class(s, hash_char); }
+
+inline error_code invalid() noexcept { return make_error_code(errc::invalid_argument); }
+
+BATON_DECL error_code validate(credentials const& creds, signing_params const& params) noexcept {
+    if (!is_scope_name(params.region) || !is_scope_name(params.service)) return invalid();
+    if (!is_key_id(creds.access_key_id) || creds.secret_access_key.empty()) return invalid();
+    if (!creds.session_token.empty() && !is_visible_ascii(creds.session_token)) return invalid();
+    if (params.payload == payload_mode::precomputed && !is_payload_hash(params.payload_hash)) return invalid();
+    return {};
+}
+
+// Writes YYYYMMDDTHHMMSSZ (16 chars); false outside years 0-9999.
+BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char* out) noexcept {
+    using namespace std::chrono;
+    auto const secs = floor<seconds>(now);
+    // Requests signed in the same second share a date; civil-date arithmetic is not free.
+    thread_local struct {
+        bool valid = false;
+        seconds at{};
+        char text[16];
+    } last;
+    if (last.valid && secs.time_since_epoch() == last.at) {
+        std::memcpy(out, last.text, 16);
+        return true;
+    }
+    char* const start = out;
+    auto const day = floor<days>(secs);
+    year_month_day const ymd{day};
+    int const y = static_cast<int>(ymd.year());
+    if (y < 0 || y > 9999) return false;
+    hh_mm_ss const hms{secs - day};
+    auto put = [&out](unsigned v, int width) {
+        for (int i = width - 1; i >= 0; --i) {
+            out[i] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        }
+        out += width;
+    };
+    put(static_cast<unsigned>(y), 4);
+    put(static_cast<unsigned>(ymd.month()), 2);
+    put(static_cast<unsigned>(ymd.day()), 2);
+    *out++ = 'T';
+    put(static_cast<unsigned>(hms.hours().count()), 2);
+    put(static_cast<unsigned>(hms.minutes().count()), 2);
+    put(static_cast<unsigned>(hms.seconds().count()), 2);
+    *out++ = 'Z';
+    std::memcpy(last.text, start, 16);
+    last.at = secs.time_since_epoch();
+    last.valid = true;
+    return true;
+}
+
+BATON_DECL void append_scope(std::string& out, std::string_view date8, std::string_view region,
+                             std::string_view service) {
+    out.append(date8);
+    out += '/';
+    out.append(region);
+    out += '/';
+    out.append(service);
+    out += '/';
+    out.append(scope_terminator);
+}
+
+// ---------------------------------------------------------------- encoding
+
+// Appends the AWS encoding of `in`: RFC 3986 unreserved kept, every other byte upper-case %XX.
+BATON_DECL void append_encoded(std::string& out, std::string_view in) {
+    namespace urls = boost::urls;
+    std::size_t const n = urls::encoded_size(in, urls::unreserved_chars);
+    if (n == in.size()) {
+        out.append(in);
+        return;
+    }
+    std::size_t const old = out.size();
+    out.resize(old + n);
+    urls::encode(out.data() + old, n, in, urls::unreserved_chars);
+}
+
+inline int hex_value(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// Appends `in` percent-decoded (`+` stays `+`). Malformed escapes are kept as literal
+// characters, as AWS does, instead of failing the signature.
+BATON_DECL void append_decoded(std::string& out, std::string_view in) {
+    if (in.find('%') == std::string_view::npos) {
+        out.append(in);
+        return;
+    }
+    namespace urls = boost::urls;
+    auto const pv = urls::make_pct_string_view(urls::string_view(in.data(), in.size()));
+    if (pv) {
+        pv->decode({}, urls::string_token::append_to(out));
+        return;
+    }
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] == '%' && i + 2 < in.size()) {
+            int const hi = hex_value(in[i + 1]);
+            int const lo = hex_value(in[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                out += static_cast<char>(hi * 16 + lo);
+                i += 2;
+                continue;
+            }
+        }
+        out += in[i];
+    }
+}
+
+} // namespace detail
+} // namespace baton::aws
+
+#endif

@@ -1,0 +1,205 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_AWS_PROVIDER_OPTIONS_HPP
+#define BATON_AWS_PROVIDER_OPTIONS_HPP
+
+/** @file
+    Layer: wire (aws). The settings of credentials providers
+    (`provider_options`), what a fetch delivers (`fetched_credentials`), and
+    the time format credential endpoints use (`parse_iso8601`). The
+    providers themselves are in `<baton/aws/credentials.hpp>`.
+*/
+
+#include <baton/aws/endpoint.hpp>
+#include <baton/aws/profile.hpp>
+#include <baton/aws/sigv4.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/aws/detail/xml.hpp>
+#include <baton/core/error.hpp>
+#include <baton/http/client.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace baton::aws {
+
+/** How providers fetch and refresh. Defaults follow botocore and the AWS SDKs.
+
+    Validated when a provider is made (`validate()`); every field has a
+    documented default, so `{}` is always fine.
+*/
+struct provider_options {
+    /// Refresh in the background when fewer than this remain before expiration. Default 15 min; at most 7 days.
+    std::chrono::seconds advisory_refresh{15 * 60};
+    /// Make callers wait for a refresh when fewer than this remain. Default 10 min; at most `advisory_refresh`.
+    std::chrono::seconds mandatory_refresh{10 * 60};
+    /** Least time between two refreshes started because of the windows (not by `invalidate()`). Default 10 s; at most 1 day.
+
+        Bounds the load on a failing source, and on one that hands out
+        credentials already inside the windows (IMDS may do so for a few
+        minutes before it rotates them).
+    */
+    std::chrono::seconds min_refresh_interval{10};
+    /// The wall clock used for expiration windows; empty (default) is `system_clock::now`. Tests move time with it.
+    std::function<std::chrono::system_clock::time_point()> now;
+    /// Timeout of each EC2 instance metadata request, connect included. Default 1 s (it is probed last); at most 1 hour.
+    std::chrono::milliseconds metadata_timeout{1000};
+    /// Timeout of the container credentials request, connect included. Default 2 s; at most 1 hour.
+    std::chrono::milliseconds container_timeout{2000};
+    /// Lifetime requested for IMDSv2 session tokens, 1 to 21600 seconds. Default 21600 (6 h).
+    unsigned imds_token_ttl_seconds = 21600;
+    /// `DurationSeconds` for `AssumeRoleWithWebIdentity` (900 to 43200), or 0 (default) for the role's default.
+    std::chrono::seconds web_identity_duration{0};
+    /** HTTP options for STS requests (timeouts, `ca_file`, ...).
+
+        `max_response_body_bytes` is further capped at `max_response_bytes`.
+    */
+    http::client_options sts_http;
+    /// Largest credentials response accepted from any endpoint. Default 64 KiB (real ones are under 4 KiB).
+    std::size_t max_response_bytes = 64u * 1024u;
+    /// Largest web identity or container authorization token file accepted. Default 64 KiB.
+    std::size_t max_token_file_bytes = 64u * 1024u;
+
+    /// The time per `now`, or the system clock.
+    std::chrono::system_clock::time_point current_time() const {
+        return now ? now() : std::chrono::system_clock::now();
+    }
+
+    /// Checks the rules above. @throws config_error naming the field that breaks one.
+    void validate() const {
+        if (mandatory_refresh < std::chrono::seconds::zero())
+            throw config_error("provider_options::mandatory_refresh must not be negative");
+        if (advisory_refresh < mandatory_refresh)
+            throw config_error("provider_options::advisory_refresh must be at least mandatory_refresh");
+        // Upper bounds keep expiration arithmetic (system_clock, nanoseconds) far from overflow.
+        if (advisory_refresh > std::chrono::hours(24 * 7))
+            throw config_error("provider_options::advisory_refresh must be at most 7 days");
+        if (min_refresh_interval < std::chrono::seconds::zero() || min_refresh_interval > std::chrono::hours(24))
+            throw config_error("provider_options::min_refresh_interval must be from 0 to 1 day");
+        if (metadata_timeout <= std::chrono::milliseconds::zero() || metadata_timeout > std::chrono::hours(1))
+            throw config_error("provider_options::metadata_timeout must be positive and at most 1 hour");
+        if (container_timeout <= std::chrono::milliseconds::zero() || container_timeout > std::chrono::hours(1))
+            throw config_error("provider_options::container_timeout must be positive and at most 1 hour");
+        if (imds_token_ttl_seconds < 1 || imds_token_ttl_seconds > 21600)
+            throw config_error("provider_options::imds_token_ttl_seconds must be from 1 to 21600");
+        if (web_identity_duration != std::chrono::seconds::zero() &&
+            (web_identity_duration < std::chrono::seconds(900) || web_identity_duration > std::chrono::seconds(43200)))
+            throw config_error("provider_options::web_identity_duration must be 0 or from 900 to 43200 seconds");
+        if (max_response_bytes < 1024)
+            throw config_error("provider_options::max_response_bytes must be at least 1024");
+        if (max_token_file_bytes < 1)
+            throw config_error("provider_options::max_token_file_bytes must be positive");
+        sts_http.validate();
+    }
+};
+
+/// What `credentials_provider::async_get` delivers.
+struct fetched_credentials {
+    /// The credentials, or null on error. Shared and immutable: cheap to keep per request.
+    std::shared_ptr<credentials const> value;
+    /** On error, what was tried and why it failed (the message names the source and the fix).
+
+        On success usually empty; after a failed refresh that kept the
+        current credentials in use, the message says so and why.
+    */
+    diagnostics diag;
+    /// The source that produced `value`, e.g. `environment` or `profile 'dev'`; empty on error.
+    std::string source;
+};
+
+/** Parses an ISO 8601 / RFC 3339 time as the credential endpoints send it.
+
+    Accepts `YYYY-MM-DDTHH:MM:SS`, optional fraction, and `Z` or an offset
+    (`+HH:MM`, `+HHMM`); years 1970 to 2200.
+    @returns the instant, or nothing when `text` is not of that form.
+*/
+inline std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::string_view text) noexcept {
+    using namespace std::chrono;
+    auto digits = [&](std::size_t pos, std::size_t n, int& out) {
+        if (pos + n > text.size()) return false;
+        out = 0;
+        for (std::size_t i = pos; i < pos + n; ++i) {
+            if (text[i] < '0' || text[i] > '9') return false;
+            out = out * 10 + (text[i] - '0');
+        }
+        return true;
+    };
+    int y = 0, mo = 0, d = 0, hh = 0, mm = 0, ss = 0;
+    if (text.size() < 20 || !digits(0, 4, y) || text[4] != '-' || !digits(5, 2, mo) || text[7] != '-' ||
+        !digits(8, 2, d) || (text[10] != 'T' && text[10] != 't') || !digits(11, 2, hh) || text[13] != ':' ||
+        !digits(14, 2, mm) || text[16] != ':' || !digits(17, 2, ss))
+        return std::nullopt;
+    if (y < 1970 || y > 2200 || hh > 23 || mm > 59 || ss > 60) return std::nullopt;
+    year_month_day const ymd{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
+    if (!ymd.ok()) return std::nullopt;
+    std::size_t pos = 19;
+    nanoseconds frac{0};
+    if (pos < text.size() && text[pos] == '.') {
+        ++pos;
+        std::size_t const start = pos;
+        long long scale = 100000000;
+        while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+            frac += nanoseconds((text[pos] - '0') * scale);
+            scale /= 10;
+            ++pos;
+        }
+        if (pos == start || pos - start > 12) return std::nullopt;
+    }
+    if (pos >= text.size()) return std::nullopt; // a zone is required: local time would be a guess
+    minutes offset{0};
+    if (text[pos] == 'Z' || text[pos] == 'z') {
+        ++pos;
+    } else if (text[pos] == '+' || text[pos] == '-') {
+        int const sign = text[pos] == '-' ? -1 : 1;
+        int oh = 0, om = 0;
+        if (!digits(pos + 1, 2, oh)) return std::nullopt;
+        pos += 3;
+        if (pos < text.size() && text[pos] == ':') ++pos;
+        if (!digits(pos, 2, om)) return std::nullopt;
+        pos += 2;
+        if (oh > 23 || om > 59) return std::nullopt;
+        offset = minutes(sign * (oh * 60 + om));
+    } else {
+        return std::nullopt;
+    }
+    if (pos != text.size()) return std::nullopt;
+    auto const t = sys_days{ymd} + hours{hh} + minutes{mm} + seconds{ss} + frac - offset;
+    return time_point_cast<system_clock::duration>(t);
+}
+
+} // namespace baton::aws
+
+#endif

@@ -1,0 +1,510 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_BACKEND_DETAIL_S3_REQUESTS_HPP
+#define BATON_BACKEND_DETAIL_S3_REQUESTS_HPP
+
+// Layer: backends, internal. How `s3_backend` speaks S3: key encoding and checks,
+// error documents, the state its handles share, and the requests of get, put,
+// erase and list (each through the one signed-request path, aws::signed_channel).
+
+#include <baton/backend/s3_params.hpp>
+#include <baton/core/detail/random.hpp>
+#include <baton/aws/credentials.hpp>
+#include <baton/aws/endpoint.hpp>
+#include <baton/aws/errors.hpp>
+#include <baton/aws/detail/xml.hpp>
+#include <baton/aws/signed_channel.hpp>
+#include <baton/aws/sigv4.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+#include <baton/core/signer.hpp>
+#include <baton/http/client.hpp>
+#include <baton/store/record_store.hpp>
+
+#ifndef BATON_DOXYGEN
+namespace baton::detail {
+
+namespace s3_asio = boost::asio;
+namespace s3_bhttp = boost::beast::http;
+
+using s3_get_handler = s3_asio::any_completion_handler<void(error_code, get_result)>;
+using s3_put_handler = s3_asio::any_completion_handler<void(error_code, put_result)>;
+using s3_erase_handler = s3_asio::any_completion_handler<void(error_code, erase_result)>;
+using s3_list_handler = s3_asio::any_completion_handler<void(error_code, list_page)>;
+using s3_probe_handler = s3_asio::any_completion_handler<void(error_code, capabilities)>;
+using s3_bucket_handler = s3_asio::any_completion_handler<void(error_code, diagnostics)>;
+
+// Percent-encodes everything outside RFC 3986's unreserved set (upper-case hex); keeps '/' when asked.
+inline std::string s3_uri_encode(std::string_view s, bool keep_slash) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size() + s.size() / 2);
+    for (char c : s) {
+        bool const unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                                c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
+        if (unreserved) {
+            out += c;
+        } else {
+            auto const u = static_cast<unsigned char>(c);
+            out += '%';
+            out += hex[u >> 4];
+            out += hex[u & 15];
+        }
+    }
+    return out;
+}
+
+inline std::string s3_unquote(std::string_view etag) {
+    if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+    return std::string(etag);
+}
+
+// The classified error of a response that is not a success, with `diag` filled in.
+inline error_code s3_response_error(http::response const& res, diagnostics& diag, std::string& code) {
+    diag.http_status = res.result_int();
+    if (auto it = res.find("x-amz-request-id"); it != res.end()) diag.request_id = std::string(it->value());
+    auto const body = trim(res.body());
+    if (!body.empty()) {
+        s3_xml::s3_error e;
+        diagnostics parse_diag;
+        if (!s3_xml::parse_s3_error(body, e, parse_diag)) {
+            code = e.code;
+            diag.service_code = e.code;
+            diag.message = e.message;
+            if (!e.request_id.empty()) diag.request_id = e.request_id;
+        } else {
+            diag.message = "the error response is not an S3 error document (" + parse_diag.message + ")";
+        }
+    }
+    return aws::classify_s3(diag.http_status, code);
+}
+
+// Whether a 2xx response to a write is really an <Error> (S3 may stream one after a 200).
+// Returns the error, `unknown_outcome` for a body that cannot be read, or nothing for a plain success.
+inline error_code s3_error_in_success(http::response const& res, diagnostics& diag) {
+    auto const body = trim(res.body());
+    if (body.empty()) return {};
+    s3_xml::element root;
+    diagnostics parse_diag;
+    if (s3_xml::parse_xml(body, root, parse_diag)) {
+        diag.http_status = res.result_int();
+        diag.message = "a " + std::to_string(res.result_int()) +
+                       " response to a write carried a body that is not XML (" + parse_diag.message +
+                       "); the write may or may not have been applied";
+        return errc::unknown_outcome;
+    }
+    if (root.local_name() != "Error") return {};
+    std::string code;
+    auto ec = s3_response_error(res, diag, code);
+    return ec ? ec : error_code(errc::invalid_response);
+}
+
+inline error_code s3_check_key(std::string const& key, std::string const& prefix, diagnostics& diag) {
+    if (key.empty() || key.size() > store_limits::max_key_bytes) {
+        diag.message = "key must be 1 to " + std::to_string(store_limits::max_key_bytes) + " bytes (it is " +
+                       std::to_string(key.size()) + ")";
+        return errc::invalid_argument;
+    }
+    if (prefix.size() + key.size() > store_limits::max_key_bytes) {
+        diag.message = "key_prefix and key together exceed S3's limit of " +
+                       std::to_string(store_limits::max_key_bytes) + " bytes";
+        return errc::invalid_argument;
+    }
+    return {};
+}
+
+// S3 says a session token expired with 400 or 403 and an XML code.
+inline bool s3_expired_token(http::response const& res) {
+    auto const status = res.result_int();
+    if (status != 400 && status != 403) return false;
+    diagnostics scratch;
+    std::string code;
+    s3_response_error(res, scratch, code);
+    return code == "ExpiredToken" || code == "TokenRefreshRequired";
+}
+
+// A write's transport failure: a request that was sent and got no (complete) answer may have been
+// applied. Timeouts keep their name (the lease reads back on timeout); other failures after sending
+// become unknown_outcome so that nobody mistakes them for "not applied".
+inline error_code s3_write_transport_error(error_code ec, http::request_info const& info) {
+    if (info.outcome_unknown() && ec != errc::timeout && ec != s3_asio::error::operation_aborted)
+        return errc::unknown_outcome;
+    return ec;
+}
+
+using s3_reply = aws::signed_reply;
+
+// State shared by every copy of one s3_backend.
+struct s3_state {
+    s3_state(s3_asio::any_io_executor e, s3_backend_params p)
+        : ex(std::move(e)), params(std::move(p)), client(ex, params.http), address(resolve(params)),
+          ep(address.endpoint), path_style(address.path_style), base(address.path_prefix),
+          channel(client, ep, aws::signing_params::for_s3(params.region), params.credentials,
+                  params.credentials_provider, &s3_expired_token) {}
+
+    static aws::s3_address resolve(s3_backend_params const& p) {
+        diagnostics diag;
+        auto addr = aws::resolve_s3_address(p.endpoint, p.region, p.bucket, p.path_style, diag);
+        if (!addr) throw config_error("s3_backend_params: " + diag.message);
+        return *addr;
+    }
+
+    s3_asio::any_io_executor ex;
+    s3_backend_params params;
+    http::client client;
+    aws::s3_address address;
+    http::endpoint ep;
+    bool path_style = true;
+    std::string base; // "/bucket" (path-style) or "" (virtual-hosted)
+    aws::signed_channel channel; // the prototype each handle copies (and may give its own signer)
+
+    // What the last successful probe found, and the probe in progress.
+    std::optional<capabilities> caps;
+    bool unquoted_etags = false;
+    std::string create_check, replace_check, erase_check; // the finding that failed each capability
+    bool probing = false;
+    std::list<s3_probe_handler> probe_waiters; // a list: never move-assigns handlers
+    random_names names; // probe keys
+
+    std::string object_target(std::string const& key) const {
+        return base + "/" + s3_uri_encode(params.key_prefix + key, true);
+    }
+    std::string bucket_target() const { return base.empty() ? std::string("/") : base; }
+
+    std::string if_match_value(std::string const& version) const {
+        return unquoted_etags ? s3_unquote(version) : version;
+    }
+
+    http::request make_request(s3_bhttp::verb v, std::string target, std::string body = {}) const {
+        http::request req{v, target, 11};
+        req.set(s3_bhttp::field::host, ep.host_header());
+        req.set(s3_bhttp::field::user_agent, "baton");
+        req.body() = std::move(body);
+        req.prepare_payload();
+        return req;
+    }
+
+    template <class Handler, class Result>
+    void complete(Handler&& h, error_code ec, Result&& r) const {
+        // Never inline: the handler runs later, on its associated executor.
+        s3_asio::post(ex, s3_asio::append(std::forward<Handler>(h), ec, std::forward<Result>(r)));
+    }
+
+
+    // Whether a conditional operation may go ahead, by the last probe; `capability_missing` names the failed check.
+    error_code gate(bool erase, precondition::kind k, diagnostics& diag) const {
+        if (!caps) return {};
+        if (erase && k == precondition::kind::matches && !caps->conditional_erase) {
+            diag.message = "conditional erase refused: this store does not honour If-Match on DELETE (probe: " +
+                           erase_check +
+                           "); unconditional erases still work, and leases release with a marker instead";
+            return errc::capability_missing;
+        }
+        if (!erase && k == precondition::kind::absent && !caps->conditional_create) {
+            diag.message = "conditional create refused: this store does not honour If-None-Match: * on PUT (probe: " +
+                           create_check + "); leases and other conditional writes cannot be made safe on it";
+            return errc::capability_missing;
+        }
+        if (!erase && k == precondition::kind::matches && !caps->conditional_replace) {
+            diag.message = "conditional replace refused: this store does not honour If-Match on PUT (probe: " +
+                           replace_check + "); leases and other conditional writes cannot be made safe on it";
+            return errc::capability_missing;
+        }
+        return {};
+    }
+};
+
+inline void s3_start_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel const& channel);
+
+// Runs `f(error_code, capabilities)` once the probe in progress (or a new one) is done.
+template <class F>
+void s3_after_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel const& channel, F&& f) {
+    st->probe_waiters.emplace_back(std::forward<F>(f));
+    if (!st->probing) s3_start_probe(st, channel);
+}
+
+// ---- get -------------------------------------------------------------------------------------------
+inline void s3_get(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, s3_get_handler h) {
+    get_result r;
+    if (auto ec = s3_check_key(key, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
+    auto req = st->make_request(s3_bhttp::verb::get, st->object_target(key));
+    auto slot = s3_asio::get_associated_cancellation_slot(h);
+    channel.send(std::move(req), slot,
+                   [st, key = std::move(key), h = std::move(h)](s3_reply rep) mutable {
+                       get_result r;
+                       if (rep.ec) {
+                           r.diag = std::move(rep.info.diag);
+                           return st->complete(std::move(h), rep.ec, std::move(r));
+                       }
+                       auto const status = rep.res.result_int();
+                       if (status >= 200 && status < 300) {
+                           auto const it = rep.res.find(s3_bhttp::field::etag);
+                           if (it == rep.res.end() || it->value().empty()) {
+                               r.diag.http_status = status;
+                               r.diag.message = "the GET response carried no ETag, so the record has no version";
+                               return st->complete(std::move(h), error_code(errc::invalid_response), std::move(r));
+                           }
+                           r.found = record{key, std::move(rep.res.body()), std::string(it->value())};
+                           return st->complete(std::move(h), error_code{}, std::move(r));
+                       }
+                       std::string code;
+                       auto ec = s3_response_error(rep.res, r.diag, code);
+                       if (status == 404 && code == "NoSuchKey") {
+                           r.diag.clear();
+                           return st->complete(std::move(h), error_code{}, std::move(r));
+                       }
+                       st->complete(std::move(h), ec, std::move(r));
+                   });
+}
+
+// ---- put -------------------------------------------------------------------------------------------
+inline void s3_send_put(std::shared_ptr<s3_state> st, aws::signed_channel const& channel, std::string key,
+                        std::string body, precondition pc, s3_put_handler h) {
+    auto req = st->make_request(s3_bhttp::verb::put, st->object_target(key), std::move(body));
+    req.set(s3_bhttp::field::content_type, "application/octet-stream");
+    if (pc.which() == precondition::kind::absent) req.set(s3_bhttp::field::if_none_match, "*");
+    if (pc.which() == precondition::kind::matches) req.set(s3_bhttp::field::if_match, st->if_match_value(pc.version()));
+    auto slot = s3_asio::get_associated_cancellation_slot(h);
+    channel.send(std::move(req), slot, [st, pc = std::move(pc), h = std::move(h)](s3_reply rep) mutable {
+        put_result r;
+        if (rep.ec) {
+            r.diag = std::move(rep.info.diag);
+            return st->complete(std::move(h), s3_write_transport_error(rep.ec, rep.info), std::move(r));
+        }
+        auto const status = rep.res.result_int();
+        if (status >= 200 && status < 300) {
+            if (auto ec = s3_error_in_success(rep.res, r.diag)) return st->complete(std::move(h), ec, std::move(r));
+            auto const it = rep.res.find(s3_bhttp::field::etag);
+            if (it == rep.res.end() || it->value().empty()) {
+                r.diag.http_status = status;
+                r.diag.message = "the PUT succeeded but its response carried no ETag; read the record back for its version";
+                return st->complete(std::move(h), error_code(errc::unknown_outcome), std::move(r));
+            }
+            r.version = std::string(it->value());
+            return st->complete(std::move(h), error_code{}, std::move(r));
+        }
+        std::string code;
+        auto ec = s3_response_error(rep.res, r.diag, code);
+        // `matches` on a missing key: AWS 404 NoSuchKey, RGW 412. Both: the version named is not current.
+        if (pc.which() == precondition::kind::matches && status == 404 && code != "NoSuchBucket")
+            ec = errc::precondition_failed;
+        st->complete(std::move(h), ec, std::move(r));
+    });
+}
+
+inline void s3_put(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, std::string body,
+                   precondition pc, s3_put_handler h) {
+    put_result r;
+    if (auto ec = s3_check_key(key, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
+    if (body.size() > st->params.max_body_bytes) {
+        r.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds s3_backend_params::max_body_bytes (" +
+                         std::to_string(st->params.max_body_bytes) + ")";
+        return st->complete(std::move(h), error_code(errc::invalid_argument), std::move(r));
+    }
+    if (pc.which() == precondition::kind::matches && pc.version().empty()) {
+        r.diag.message = "a 'matches' precondition needs a version (an ETag)";
+        return st->complete(std::move(h), error_code(errc::invalid_argument), std::move(r));
+    }
+    bool const conditional = pc.which() != precondition::kind::none;
+    if (!conditional || st->caps || st->params.preconditions == s3_precondition_check::trust) {
+        if (auto ec = st->gate(false, pc.which(), r.diag)) return st->complete(std::move(h), ec, std::move(r));
+        return s3_send_put(std::move(st), channel, std::move(key), std::move(body), std::move(pc), std::move(h));
+    }
+    s3_after_probe(st, channel,
+                   [st, channel, key = std::move(key), body = std::move(body), pc = std::move(pc),
+                    h = std::move(h)](error_code ec, capabilities caps) mutable {
+                       put_result r;
+                       if (ec) {
+                           r.diag = std::move(caps.diag);
+                           r.diag.message = "probing the store before a conditional write failed: " + r.diag.message;
+                           return st->complete(std::move(h), ec, std::move(r));
+                       }
+                       if (auto gec = st->gate(false, pc.which(), r.diag))
+                           return st->complete(std::move(h), gec, std::move(r));
+                       s3_send_put(std::move(st), channel, std::move(key), std::move(body), std::move(pc), std::move(h));
+                   });
+}
+
+// ---- erase -----------------------------------------------------------------------------------------
+inline void s3_send_erase(std::shared_ptr<s3_state> st, aws::signed_channel const& channel, std::string key,
+                          precondition pc, s3_erase_handler h) {
+    auto req = st->make_request(s3_bhttp::verb::delete_, st->object_target(key));
+    if (pc.which() == precondition::kind::matches) req.set(s3_bhttp::field::if_match, st->if_match_value(pc.version()));
+    auto slot = s3_asio::get_associated_cancellation_slot(h);
+    channel.send(std::move(req), slot, [st, pc = std::move(pc), h = std::move(h)](s3_reply rep) mutable {
+        erase_result r;
+        if (rep.ec) {
+            r.diag = std::move(rep.info.diag);
+            return st->complete(std::move(h), s3_write_transport_error(rep.ec, rep.info), std::move(r));
+        }
+        auto const status = rep.res.result_int();
+        if (status >= 200 && status < 300) {
+            auto ec = s3_error_in_success(rep.res, r.diag);
+            return st->complete(std::move(h), ec, std::move(r));
+        }
+        std::string code;
+        auto ec = s3_response_error(rep.res, r.diag, code);
+        if (pc.which() == precondition::kind::matches && status == 404 && code != "NoSuchBucket")
+            ec = errc::precondition_failed;
+        st->complete(std::move(h), ec, std::move(r));
+    });
+}
+
+inline void s3_erase(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, precondition pc,
+                     s3_erase_handler h) {
+    erase_result r;
+    if (auto ec = s3_check_key(key, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
+    if (pc.which() == precondition::kind::absent) {
+        r.diag.message = "S3 has no conditional delete for 'absent' (If-None-Match is not accepted on DELETE)";
+        return st->complete(std::move(h), error_code(errc::capability_missing), std::move(r));
+    }
+    if (pc.which() == precondition::kind::matches && pc.version().empty()) {
+        r.diag.message = "a 'matches' precondition needs a version (an ETag)";
+        return st->complete(std::move(h), error_code(errc::invalid_argument), std::move(r));
+    }
+    bool const conditional = pc.which() != precondition::kind::none;
+    if (!conditional || st->caps || st->params.preconditions == s3_precondition_check::trust) {
+        if (auto ec = st->gate(true, pc.which(), r.diag)) return st->complete(std::move(h), ec, std::move(r));
+        return s3_send_erase(std::move(st), channel, std::move(key), std::move(pc), std::move(h));
+    }
+    s3_after_probe(st, channel,
+                   [st, channel, key = std::move(key), pc = std::move(pc), h = std::move(h)](error_code ec,
+                                                                                         capabilities caps) mutable {
+                       erase_result r;
+                       if (ec) {
+                           r.diag = std::move(caps.diag);
+                           r.diag.message = "probing the store before a conditional erase failed: " + r.diag.message;
+                           return st->complete(std::move(h), ec, std::move(r));
+                       }
+                       if (auto gec = st->gate(true, pc.which(), r.diag))
+                           return st->complete(std::move(h), gec, std::move(r));
+                       s3_send_erase(std::move(st), channel, std::move(key), std::move(pc), std::move(h));
+                   });
+}
+
+// ---- list ------------------------------------------------------------------------------------------
+struct s3_list_op : std::enable_shared_from_this<s3_list_op> {
+    static constexpr std::size_t max_requests = 32; // pages followed per call before handing back what there is
+
+    std::shared_ptr<s3_state> st;
+    aws::signed_channel channel;
+    std::string full_prefix, start_after, last_key;
+    std::size_t limit = 0;
+    std::size_t requests = 0;
+    std::string token;
+    list_page page;
+    s3_list_handler h;
+
+    s3_list_op(std::shared_ptr<s3_state> s, aws::signed_channel sg, s3_list_handler handler)
+        : st(std::move(s)), channel(std::move(sg)), h(std::move(handler)) {}
+
+    void finish(error_code ec) {
+        if (ec) page.entries.clear();
+        st->complete(std::move(h), ec, std::move(page));
+    }
+    error_code invalid(std::string why) {
+        page.diag.message = "invalid ListObjectsV2 response: " + std::move(why);
+        return errc::invalid_response;
+    }
+
+    void next() {
+        std::string q = "list-type=2&prefix=" + s3_uri_encode(full_prefix, false);
+        if (!token.empty()) q += "&continuation-token=" + s3_uri_encode(token, false);
+        else if (!start_after.empty()) q += "&start-after=" + s3_uri_encode(start_after, false);
+        auto const want = std::min<std::size_t>(limit - page.entries.size(), 1000);
+        q += "&max-keys=" + std::to_string(want) + "&encoding-type=url";
+        ++requests;
+        auto req = st->make_request(s3_bhttp::verb::get, st->bucket_target() + "?" + q);
+        auto slot = s3_asio::get_associated_cancellation_slot(h);
+        channel.send(std::move(req), slot,
+                       [self = this->shared_from_this()](s3_reply rep) { self->on_reply(std::move(rep)); });
+    }
+
+    void on_reply(s3_reply rep) {
+        if (rep.ec) {
+            page.diag = std::move(rep.info.diag);
+            return finish(rep.ec);
+        }
+        auto const status = rep.res.result_int();
+        if (status < 200 || status >= 300) {
+            std::string code;
+            auto ec = s3_response_error(rep.res, page.diag, code);
+            return finish(ec);
+        }
+        s3_xml::s3_listing l;
+        diagnostics pd;
+        if (s3_xml::parse_list_objects_v2(rep.res.body(), l, pd)) {
+            // A 200 may carry an <Error> document instead.
+            std::string code;
+            s3_xml::s3_error e;
+            diagnostics ed;
+            if (!s3_xml::parse_s3_error(rep.res.body(), e, ed)) {
+                auto ec = s3_response_error(rep.res, page.diag, code);
+                return finish(ec ? ec : error_code(errc::invalid_response));
+            }
+            page.diag = std::move(pd);
+            page.diag.http_status = status;
+            return finish(errc::invalid_response);
+        }
+        // Stores that ignore encoding-type=url (s3rver) say so by omitting <EncodingType>; their keys
+        // are then literal text, which the parser has already decoded from XML.
+        auto const& kp = st->params.key_prefix;
+        std::size_t taken = 0;
+        for (auto& o : l.contents) {
+            if (o.key.compare(0, full_prefix.size(), full_prefix) != 0 || o.key.size() <= kp.size())
+                return finish(invalid("a key outside the requested prefix was returned"));
+            if ((!last_key.empty() && o.key <= last_key) || (!start_after.empty() && o.key <= start_after))
+                return finish(invalid("keys are not in ascending order after the start"));
+            last_key = o.key;
+            if (page.entries.size() == limit) {
+                page.truncated = true; // the store sent more than max-keys
+                return finish({});
+            }
+            page.entries.push_back({o.key.substr(kp.size()), std::move(o.etag)});
+            ++taken;
+        }
+        if (!l.is_truncated) {
+            page.truncated = false;
+            return finish({});
+        }
+        if (page.entries.size() >= limit) {
+            page.truncated = true;
+            return finish({});
+        }
+        if (requests >= max_requests) {
+            if (page.entries.empty()) {
+                page.diag.http_status = status;
+                return finish(invalid("the store kept answering truncated pages without keys"));
+            }
+            page.truncated = true;
+            return finish({});
+        }
+        if (l.next_continuation_token == token && taken == 0)
+            return finish(invalid("the continuation token did not advance"));
+        token = std::move(l.next_continuation_token);
+        next();
+    }
+};
+
+inline void s3_list(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string prefix, std::string after,
+                    std::size_t limit, s3_list_handler h) {
+    list_page r;
+    if (limit == 0) {
+        r.diag.message = "list limit must be at least 1";
+        return st->complete(std::move(h), error_code(errc::invalid_argument), std::move(r));
+    }
+    if (st->params.key_prefix.size() + std::max(prefix.size(), after.size()) > store_limits::max_key_bytes) {
+        r.diag.message = "key_prefix with the list prefix or start key exceeds S3's limit of " +
+                         std::to_string(store_limits::max_key_bytes) + " bytes";
+        return st->complete(std::move(h), error_code(errc::invalid_argument), std::move(r));
+    }
+    auto op = std::make_shared<s3_list_op>(st, std::move(channel), std::move(h));
+    op->full_prefix = st->params.key_prefix + prefix;
+    if (!after.empty()) op->start_after = st->params.key_prefix + after;
+    op->limit = limit;
+    op->next();
+}
+
+} // namespace baton::detail
+#endif
+
+#endif

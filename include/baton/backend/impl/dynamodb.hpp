@@ -1,0 +1,264 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_BACKEND_IMPL_DYNAMODB_HPP
+#define BATON_BACKEND_IMPL_DYNAMODB_HPP
+
+// Layer: backends, internal. The multi-request operations of `dynamodb_backend`
+// (list: paged Scans; probe; table creation and checks), included at the end of
+// <baton/backend/dynamodb.hpp>.
+
+#include <baton/backend/dynamodb.hpp>
+
+namespace baton {
+
+struct dynamodb_backend::list_op : std::enable_shared_from_this<dynamodb_backend::list_op> {
+    list_op(dynamodb_backend b, list_handler hh, std::string p, std::string a, std::size_t l)
+        : self(std::move(b)), h(std::move(hh)), prefix(std::move(p)), after(std::move(a)), limit(l) {}
+
+    dynamodb_backend self;
+    list_handler h;
+    std::string prefix, after;
+    std::size_t limit;
+    std::map<std::string, std::string> best; // the smallest `limit` matching keys so far
+    bool more = false;
+    std::size_t pages = 0;
+
+    void fail(error_code ec, diagnostics diag) {
+        list_page page;
+        page.diag = std::move(diag);
+        self.complete(std::move(h), ec, std::move(page));
+    }
+
+    void next(std::optional<std::string> start) {
+        auto slot = boost::asio::get_associated_cancellation_slot(h);
+        self.call("Scan", detail::dynamodb::scan_request(self.st_->table(), prefix, after, start), slot,
+                  [op = this->shared_from_this()](result r) { op->on_page(std::move(r)); });
+    }
+
+    void on_page(result r) {
+        if (r.ec) return fail(r.ec, std::move(r.diag));
+        detail::dynamodb::scan_page page;
+        if (auto ec = detail::dynamodb::parse_scan(r.body, self.st_->table(), page, r.diag))
+            return fail(ec, std::move(r.diag));
+        ++pages;
+        for (auto& e : page.entries) {
+            if (!e.key.starts_with(prefix) || (!after.empty() && e.key <= after)) continue;
+            best.insert_or_assign(std::move(e.key), std::move(e.version));
+            if (best.size() > limit) {
+                best.erase(std::prev(best.end()));
+                more = true;
+            }
+        }
+        if (page.last_key) {
+            if (pages >= self.st_->params.max_scan_pages) {
+                diagnostics d;
+                d.message = "listing table '" + self.st_->params.table + "' needs more than " +
+                            std::to_string(pages) +
+                            " Scan pages (dynamodb_backend_params::max_scan_pages); async_list scans the "
+                            "whole table and suits small tables only";
+                return fail(errc::capability_missing, std::move(d));
+            }
+            return next(std::move(page.last_key));
+        }
+        list_page out;
+        out.entries.reserve(best.size());
+        for (auto& [k, v] : best) out.entries.push_back(list_entry{k, v});
+        out.truncated = more;
+        self.complete(std::move(h), error_code{}, std::move(out));
+    }
+};
+
+struct dynamodb_backend::probe_op : std::enable_shared_from_this<dynamodb_backend::probe_op> {
+    probe_op(dynamodb_backend b, probe_handler hh) : self(std::move(b)), h(std::move(hh)) {
+        key = "baton-probe/" + self.st_->names.hex128();
+    }
+
+    dynamodb_backend self;
+    probe_handler h;
+    std::string key;
+    capabilities caps;
+    std::string first, latest;
+
+    template <class Result, class F>
+    auto step(F f) {
+        return [op = this->shared_from_this(), f = std::move(f)](error_code ec, Result r) mutable {
+            f(*op, ec, std::move(r));
+        };
+    }
+
+    void done(error_code ec, diagnostics diag = {}) {
+        caps.diag = std::move(diag);
+        if (ec) caps.findings.push_back("probe stopped: " + caps.diag.to_string());
+        // Remove the scratch item whatever happened (best effort), then report.
+        self.start_erase(erase_handler(step<erase_result>([ec](probe_op& op, error_code, erase_result) {
+                             op.self.complete(std::move(op.h), ec, std::move(op.caps));
+                         })),
+                         key, precondition::none());
+    }
+
+    void run() {
+        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
+                           if (ec) return op.done(ec, std::move(r.diag));
+                           op.first = op.latest = r.version;
+                           op.create_again();
+                       })),
+                       key, "probe-1", precondition::absent());
+    }
+
+    void create_again() {
+        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
+                           if (ec && ec != errc::precondition_failed) return op.done(ec, std::move(r.diag));
+                           op.caps.conditional_create = ec == errc::precondition_failed;
+                           if (!ec) op.latest = r.version;
+                           op.caps.findings.push_back(std::string("put if absent on an existing key: ") +
+                                                      (op.caps.conditional_create ? "refused (honoured)"
+                                                                                  : "accepted (ignored)"));
+                           if (ec) {
+                               bool const old = op.self.st_->returns_old_item.load(std::memory_order_relaxed);
+                               op.caps.findings.push_back(
+                                   std::string("a failed condition returns the current item: ") +
+                                   (old ? "yes (ReturnValuesOnConditionCheckFailure honoured)"
+                                        : "no (a consistent GetItem fills it in)"));
+                           }
+                           op.replace_fresh();
+                       })),
+                       key, "probe-2", precondition::absent());
+    }
+
+    void replace_fresh() {
+        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
+                           if (ec && ec != errc::precondition_failed) return op.done(ec, std::move(r.diag));
+                           if (ec) {
+                               op.caps.findings.push_back("put if matching the current version: refused");
+                               return op.erase_stale();
+                           }
+                           op.latest = r.version;
+                           op.replace_stale();
+                       })),
+                       key, "probe-3", precondition::matches(latest));
+    }
+
+    void replace_stale() {
+        self.start_put(put_handler(step<put_result>([](probe_op& op, error_code ec, put_result r) {
+                           if (ec && ec != errc::precondition_failed) return op.done(ec, std::move(r.diag));
+                           op.caps.conditional_replace = ec == errc::precondition_failed;
+                           op.caps.findings.push_back(std::string("put if matching a stale version: ") +
+                                                      (op.caps.conditional_replace ? "refused (honoured)"
+                                                                                   : "accepted (ignored)"));
+                           op.erase_stale();
+                       })),
+                       key, "probe-4", precondition::matches(first));
+    }
+
+    void erase_stale() {
+        self.start_erase(erase_handler(step<erase_result>([](probe_op& op, error_code ec, erase_result r) {
+                             if (ec && ec != errc::precondition_failed && ec != errc::not_found)
+                                 return op.done(ec, std::move(r.diag));
+                             op.caps.conditional_erase = ec == errc::precondition_failed;
+                             op.caps.findings.push_back(std::string("erase if matching a stale version: ") +
+                                                        (op.caps.conditional_erase ? "refused (honoured)"
+                                                                                   : "accepted (ignored)"));
+                             op.done(error_code{});
+                         })),
+                         key, precondition::matches(first));
+    }
+};
+
+struct dynamodb_backend::table_op : std::enable_shared_from_this<dynamodb_backend::table_op> {
+    table_op(dynamodb_backend b, table_handler hh, bool c)
+        : self(std::move(b)), h(std::move(hh)), create(c), timer(self.ex_),
+          deadline(std::chrono::steady_clock::now() + self.st_->params.table_wait_timeout) {}
+
+    dynamodb_backend self;
+    table_handler h;
+    bool create;
+    boost::asio::steady_timer timer;
+    std::chrono::steady_clock::time_point deadline;
+    std::chrono::milliseconds delay{100};
+    dynamodb_table_info info;
+
+    void finish(error_code ec, diagnostics diag = {}) {
+        info.diag = std::move(diag);
+        self.complete(std::move(h), ec, std::move(info));
+    }
+
+    void run() {
+        if (!create) return describe();
+        auto slot = boost::asio::get_associated_cancellation_slot(h);
+        self.call("CreateTable", detail::dynamodb::create_table_request(self.st_->table()), slot,
+                  [op = this->shared_from_this()](result r) {
+                      if (r.ec && r.diag.service_code != "ResourceInUseException")
+                          return op->finish(r.ec, std::move(r.diag));
+                      op->info.created = !r.ec;
+                      op->describe();
+                  });
+    }
+
+    void describe() {
+        auto slot = boost::asio::get_associated_cancellation_slot(h);
+        self.call("DescribeTable", detail::dynamodb::describe_table_request(self.st_->params.table), slot,
+                  [op = this->shared_from_this()](result r) { op->on_describe(std::move(r)); });
+    }
+
+    void on_describe(result r) {
+        if (r.ec) return finish(r.ec, std::move(r.diag));
+        detail::dynamodb::table_description d;
+        if (auto ec = detail::dynamodb::parse_table_description(r.body, self.st_->table(), d, r.diag))
+            return finish(ec, std::move(r.diag));
+        info.status = d.status;
+        info.key_schema = d.key_schema;
+        if (!d.key_schema_matches) {
+            diagnostics diag;
+            diag.message = "table '" + self.st_->params.table + "' has the key schema [" + d.key_schema +
+                           "], but dynamodb_backend needs " + self.st_->expected_schema() +
+                           ": use another table, or set partition_key to match a single S HASH key";
+            return finish(errc::invalid_argument, std::move(diag));
+        }
+        if (!create || d.status == "ACTIVE") return finish(error_code{});
+        if (std::chrono::steady_clock::now() + delay > deadline) {
+            diagnostics diag;
+            diag.message = "table '" + self.st_->params.table + "' is still " + d.status + " after " +
+                           std::to_string(self.st_->params.table_wait_timeout.count()) +
+                           " ms (dynamodb_backend_params::table_wait_timeout)";
+            return finish(errc::timeout, std::move(diag));
+        }
+        timer.expires_after(delay);
+        delay = std::min(delay * 2, std::chrono::milliseconds(2000));
+        auto slot = boost::asio::get_associated_cancellation_slot(h);
+        timer.async_wait(boost::asio::bind_cancellation_slot(
+            slot, [op = this->shared_from_this()](error_code ec) {
+                if (ec) {
+                    diagnostics diag;
+                    diag.message = "cancelled while waiting for table '" + op->self.st_->params.table +
+                                   "' to become ACTIVE";
+                    return op->finish(boost::asio::error::operation_aborted, std::move(diag));
+                }
+                op->describe();
+            }));
+    }
+};
+
+inline void dynamodb_backend::start_list(list_handler h, std::string prefix, std::string after, std::size_t limit) const {
+    if (limit == 0) {
+        list_page out;
+        out.diag.message = "list limit must be at least 1";
+        return complete(std::move(h), error_code(errc::invalid_argument), std::move(out));
+    }
+    auto op = std::make_shared<list_op>(*this, std::move(h), std::move(prefix), std::move(after), limit);
+    op->next(std::nullopt);
+}
+
+inline void dynamodb_backend::start_probe(probe_handler h) const {
+    auto op = std::make_shared<probe_op>(*this, std::move(h));
+    op->run();
+}
+
+inline void dynamodb_backend::start_table(table_handler h, bool create) const {
+    auto op = std::make_shared<table_op>(*this, std::move(h), create);
+    op->run();
+}
+
+static_assert(record_store<dynamodb_backend>);
+
+} // namespace baton
+
+#endif

@@ -1,0 +1,74 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_CORE_DETAIL_RANDOM_HPP
+#define BATON_CORE_DETAIL_RANDOM_HPP
+
+// Layer: core, internal. Where the backends' random names come from, written once:
+// kernel randomness (fresh in every process, even after fork) and a locked
+// generator seeded from it for names made at a high rate (versions, scratch keys).
+// Recipes that must replay under a seed keep their own seeded generators.
+
+#include <baton/core/detail/text.hpp>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#if __has_include(<sys/random.h>)
+#include <sys/random.h>
+#endif
+
+namespace baton::detail {
+
+/// `bytes` random bytes from the kernel as 2 × `bytes` hex digits (`std::random_device` where getrandom is missing).
+inline std::string kernel_random_hex(std::size_t bytes) {
+    std::vector<unsigned char> buf(bytes);
+    std::size_t got = 0;
+#if __has_include(<sys/random.h>)
+    while (got < bytes) {
+        auto n = ::getrandom(buf.data() + got, bytes - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+    }
+#endif
+    if (got < bytes) {
+        std::random_device rd;
+        for (; got < bytes; ++got) buf[got] = static_cast<unsigned char>(rd());
+    }
+    return to_hex(buf.data(), bytes);
+}
+
+/// A generator seeded from the kernel, safe to share between threads: 128-bit hex names.
+class random_names {
+public:
+    random_names() {
+        std::random_device rd;
+        std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+        rng_.seed(seq);
+    }
+
+    /// 32 random hex digits.
+    std::string hex128() {
+        std::uint64_t a, b;
+        {
+            std::lock_guard lock(mutex_);
+            a = rng_();
+            b = rng_();
+        }
+        return to_hex(a) + to_hex(b);
+    }
+
+private:
+    std::mutex mutex_;
+    std::mt19937_64 rng_;
+};
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,106 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_CORE_DETAIL_TEXT_HPP
+#define BATON_CORE_DETAIL_TEXT_HPP
+
+// Layer: core, internal. Small text helpers every layer needs, written once:
+// UTF-8 decoding and validation, trimming ASCII white space, hex digits.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace baton::detail {
+
+/// What is wrong with a UTF-8 sequence, if anything.
+enum class utf8_problem { none, lead_byte, truncated, continuation_byte, overlong, out_of_range };
+
+/// One decoded code point: its value and length in bytes (`problem` says when there is none).
+struct utf8_char {
+    std::uint32_t code_point = 0;
+    std::size_t length = 1;
+    utf8_problem problem = utf8_problem::none;
+};
+
+/// Decodes the code point that starts at `s[i]` (`i < s.size()`): no overlongs, surrogates or values above U+10FFFF.
+constexpr utf8_char decode_utf8_at(std::string_view s, std::size_t i) noexcept {
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char const c = byte(i);
+    utf8_char out;
+    if (c < 0x80) {
+        out.code_point = c;
+        return out;
+    }
+    if ((c & 0xE0) == 0xC0) {
+        out.length = 2;
+        out.code_point = c & 0x1Fu;
+    } else if ((c & 0xF0) == 0xE0) {
+        out.length = 3;
+        out.code_point = c & 0x0Fu;
+    } else if ((c & 0xF8) == 0xF0) {
+        out.length = 4;
+        out.code_point = c & 0x07u;
+    } else {
+        out.problem = utf8_problem::lead_byte;
+        return out;
+    }
+    if (out.length > s.size() - i) {
+        out.problem = utf8_problem::truncated;
+        return out;
+    }
+    for (std::size_t k = 1; k < out.length; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) {
+            out.problem = utf8_problem::continuation_byte;
+            return out;
+        }
+        out.code_point = (out.code_point << 6) | (byte(i + k) & 0x3Fu);
+    }
+    auto const cp = out.code_point;
+    if ((out.length == 2 && cp < 0x80) || (out.length == 3 && cp < 0x800) || (out.length == 4 && cp < 0x10000))
+        out.problem = utf8_problem::overlong;
+    else if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        out.problem = utf8_problem::out_of_range;
+    return out;
+}
+
+/// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
+constexpr bool is_utf8(std::string_view s) noexcept {
+    for (std::size_t i = 0; i < s.size();) {
+        auto const c = decode_utf8_at(s, i);
+        if (c.problem != utf8_problem::none) return false;
+        i += c.length;
+    }
+    return true;
+}
+
+/// `s` without leading and trailing spaces, tabs, CR and LF.
+constexpr std::string_view trim(std::string_view s) noexcept {
+    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!s.empty() && space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && space(s.back())) s.remove_suffix(1);
+    return s;
+}
+
+/// The lower-case hex digit of `v & 15`.
+constexpr char hex_digit(unsigned v) noexcept { return "0123456789abcdef"[v & 15]; }
+
+/// `n` bytes as 2n lower-case hex digits.
+inline std::string to_hex(unsigned char const* p, std::size_t n) {
+    std::string out(2 * n, '0');
+    for (std::size_t i = 0; i < n; ++i) {
+        out[2 * i] = hex_digit(p[i] >> 4);
+        out[2 * i + 1] = hex_digit(p[i]);
+    }
+    return out;
+}
+
+/// `v` as 16 lower-case hex digits, most significant first.
+inline std::string to_hex(std::uint64_t v) {
+    std::string out(16, '0');
+    for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(i)] = hex_digit(static_cast<unsigned>(v));
+    return out;
+}
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,202 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_HTTP_DETAIL_POOL_HPP
+#define BATON_HTTP_DETAIL_POOL_HPP
+
+// Layer: wire (http), internal. The client's shared state: pooled connections
+// (plain or TLS) per endpoint, the TLS context, the skew estimate.
+
+#include <baton/http/options.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/system/result.hpp>
+#include <boost/system/system_error.hpp>
+#include <boost/url/parse.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#ifndef BATON_DOXYGEN
+namespace baton::http::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+// One pooled connection: a plain or a TLS stream, and the read buffer that belongs to it.
+struct connection {
+    connection(asio::any_io_executor const& ex, asio::ssl::context* tls_ctx) {
+        if (tls_ctx != nullptr)
+            tls.emplace(ex, *tls_ctx);
+        else
+            plain.emplace(ex);
+    }
+
+    std::optional<beast::tcp_stream> plain;
+    std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
+    beast::flat_buffer buffer;
+    std::chrono::steady_clock::time_point idle_since{};
+
+    beast::tcp_stream& tcp() noexcept { return tls ? tls->next_layer() : *plain; }
+
+    template <class F>
+    void with_stream(F&& f) {
+        if (tls)
+            f(*tls);
+        else
+            f(*plain);
+    }
+
+    void close() noexcept {
+        error_code ignored;
+        tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+        tcp().close();
+    }
+
+    // An idle connection is usable when nothing at all is waiting on its socket:
+    // end of stream means the server closed it, and bytes (a 408, a TLS close_notify)
+    // mean the server said something unasked. Either way, sending on it could
+    // make a request's outcome unknown for no reason.
+    bool usable_when_idle() noexcept {
+        auto& sock = tcp().socket();
+        if (!sock.is_open()) return false;
+        error_code ec;
+        sock.non_blocking(true, ec);
+        if (ec) return false;
+        char byte = 0;
+        sock.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
+        error_code ignored;
+        sock.non_blocking(false, ignored);
+        return ec == asio::error::would_block;
+    }
+};
+
+struct request_op;
+
+struct pool {
+    std::vector<std::unique_ptr<connection>> idle; // back: most recently used
+    std::size_t in_use = 0;                        // checked out, or being opened
+    std::list<std::weak_ptr<request_op>> waiting;  // FIFO; the op's timer keeps it alive
+};
+
+struct client_state {
+    client_state(asio::any_io_executor e, client_options o)
+        : ex(std::move(e)), opts(std::move(o)), tls_ctx(asio::ssl::context::tls_client) {
+        opts.validate();
+        SSL_CTX_set_min_proto_version(tls_ctx.native_handle(), TLS1_2_VERSION);
+        if (opts.insecure_skip_verify) {
+            tls_ctx.set_verify_mode(asio::ssl::verify_none);
+            warn("TLS certificate verification is disabled (client_options::insecure_skip_verify): anyone on the "
+                 "network path can impersonate the server and read or alter every request. Use it only against "
+                 "local test servers.");
+        } else {
+            tls_ctx.set_verify_mode(asio::ssl::verify_peer);
+        }
+        try {
+            if (opts.ca_file.empty())
+                tls_ctx.set_default_verify_paths();
+            else
+                tls_ctx.load_verify_file(opts.ca_file);
+        } catch (boost::system::system_error const& e) {
+            if (!opts.ca_file.empty())
+                throw config_error("client_options::ca_file: cannot load CA certificates from '" + opts.ca_file +
+                                   "' (" + e.code().message() + ")");
+            // No system trust store: every verified handshake will fail, and say so.
+        }
+    }
+
+    void warn(std::string text) {
+        if (opts.warning_sink)
+            opts.warning_sink(text);
+        else
+            std::fprintf(stderr, "baton: WARNING: %s\n", text.c_str());
+        warnings.push_back(std::move(text));
+    }
+
+    void sweep_idle(std::chrono::steady_clock::time_point now) {
+        for (auto& [key, p] : pools) {
+            auto keep = std::remove_if(p.idle.begin(), p.idle.end(), [&](std::unique_ptr<connection>& c) {
+                if (now - c->idle_since < opts.idle_timeout) return false;
+                c->close();
+                return true;
+            });
+            p.idle.erase(keep, p.idle.end());
+        }
+    }
+
+    void close_idle() {
+        for (auto& [key, p] : pools) {
+            for (auto& c : p.idle) c->close();
+            p.idle.clear();
+        }
+    }
+
+    std::size_t idle_count() const noexcept {
+        std::size_t n = 0;
+        for (auto const& [key, p] : pools) n += p.idle.size();
+        return n;
+    }
+
+    // An op is done with its place in the pool (and with `c`, if it has one).
+    inline void give_back(std::string const& key, std::unique_ptr<connection> c, bool reusable);
+
+    asio::any_io_executor ex;
+    client_options opts;
+    asio::ssl::context tls_ctx;
+    std::unordered_map<std::string, pool> pools;
+    std::vector<std::string> warnings;
+    std::atomic<std::int64_t> skew{0}; // system_clock::duration ticks
+    std::atomic<bool> has_skew{false};
+    std::uint64_t connections_opened = 0;
+};
+
+} // namespace baton::http::detail
+#endif
+
+#endif

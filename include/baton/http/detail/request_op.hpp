@@ -1,0 +1,406 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_HTTP_DETAIL_REQUEST_OP_HPP
+#define BATON_HTTP_DETAIL_REQUEST_OP_HPP
+
+// Layer: wire (http), internal. One request from start to answer: a pooled or
+// new connection, TLS handshake, write, read, per-attempt timeouts, and what the
+// caller learns about the request's fate.
+
+#include <baton/http/detail/pool.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+
+#ifndef BATON_DOXYGEN
+namespace baton::http::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+struct request_op : std::enable_shared_from_this<request_op> {
+    using handler_type = asio::any_completion_handler<void(error_code, response)>;
+    using clock = std::chrono::steady_clock;
+    enum class phase { start, queued, resolving, connecting, handshaking, writing, reading, done };
+
+    request_op(std::shared_ptr<client_state> s, endpoint e, request r, request_options const& ro, request_info* o)
+        : st(std::move(s)), ep(std::move(e)), key(ep.origin()), req(std::move(r)), out(o), timer(st->ex),
+          attempt_timeout(ro.attempt_timeout.value_or(st->opts.attempt_timeout)) {}
+
+    std::shared_ptr<client_state> st;
+    endpoint ep;
+    std::string key;
+    request req;
+    request_info* out;
+    request_info info;
+    std::optional<handler_type> handler; // emplaced, never move-assigned (Boost 1.81)
+    asio::cancellation_slot slot;
+    asio::steady_timer timer;
+    std::optional<tcp::resolver> resolver;
+    std::unique_ptr<connection> conn;
+    std::optional<bhttp::response_parser<bhttp::string_body>> parser;
+    phase ph = phase::start;
+    bool holds_place = false; // counted in pool::in_use
+    bool cancelled = false;
+    bool resolve_timed_out = false;
+    clock::time_point deadline{}, connect_deadline{};
+    std::chrono::system_clock::time_point sent_at{};
+    std::chrono::milliseconds attempt_timeout;
+
+    template <class Handler>
+    void start(Handler&& h) {
+        slot = asio::get_associated_cancellation_slot(h);
+        handler.emplace(std::forward<Handler>(h));
+        auto const now = clock::now();
+        if (attempt_timeout <= std::chrono::milliseconds::zero() || attempt_timeout > client_options::max_timeout) {
+            deadline = now;
+            return finish(errc::invalid_argument, "request_options::attempt_timeout must be positive and at most 24 hours");
+        }
+        deadline = now + attempt_timeout;
+        if (ep.host.empty() || ep.port == 0)
+            return finish(errc::invalid_argument, "the endpoint has no host or no port (use parse_endpoint)");
+        if (req.find(bhttp::field::host) == req.end()) req.set(bhttp::field::host, ep.host_header());
+        if (!req.has_content_length() && !req.chunked()) req.prepare_payload();
+        if (slot.is_connected()) {
+            std::weak_ptr<request_op> weak = weak_from_this();
+            asio::any_io_executor e = st->ex;
+            slot.assign([weak, e](asio::cancellation_type) {
+                asio::post(e, [weak] {
+                    if (auto self = weak.lock()) self->on_cancel();
+                });
+            });
+        }
+        st->sweep_idle(now);
+        acquire();
+    }
+
+    static std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+    std::string attempt_limit() const { return "attempt timeout, " + ms(attempt_timeout); }
+
+    void arm_timer(clock::time_point when) {
+        timer.expires_at(when);
+        timer.async_wait([self = shared_from_this()](error_code ec) {
+            if (!ec) self->on_timer();
+        });
+    }
+
+    // ---- pool ----------------------------------------------------------------
+    void acquire() {
+        auto& p = st->pools[key];
+        while (!p.idle.empty()) {
+            auto c = std::move(p.idle.back());
+            p.idle.pop_back();
+            if (c->usable_when_idle()) {
+                ++p.in_use;
+                holds_place = true;
+                conn = std::move(c);
+                info.reused_connection = true;
+                return send();
+            }
+            c->close();
+        }
+        if (p.in_use < st->opts.max_connections_per_endpoint) {
+            ++p.in_use;
+            holds_place = true;
+            return open();
+        }
+        ph = phase::queued;
+        p.waiting.push_back(weak_from_this());
+        arm_timer(deadline);
+    }
+
+    void leave_queue() {
+        auto& w = st->pools[key].waiting;
+        w.remove_if([this](std::weak_ptr<request_op> const& x) {
+            auto s = x.lock();
+            return !s || s.get() == this;
+        });
+    }
+
+    // Another op hands over its place in the pool: a live connection, or room to open one.
+    void adopt(std::unique_ptr<connection> c) {
+        holds_place = true;
+        timer.cancel();
+        if (c) {
+            conn = std::move(c);
+            info.reused_connection = true;
+            return send();
+        }
+        open();
+    }
+
+    // ---- connect -------------------------------------------------------------
+    void open() {
+        auto const now = clock::now();
+        connect_deadline = std::min(deadline, now + st->opts.connect_timeout);
+        conn = std::make_unique<connection>(st->ex, ep.is_tls() ? &st->tls_ctx : nullptr);
+        error_code ec;
+        auto const addr = asio::ip::make_address(ep.host, ec);
+        if (!ec) {
+            ph = phase::connecting;
+            conn->tcp().expires_at(connect_deadline);
+            conn->tcp().async_connect(tcp::endpoint(addr, ep.port),
+                                      [self = shared_from_this()](error_code e) { self->on_connect(e); });
+            return;
+        }
+        ph = phase::resolving;
+        resolver.emplace(st->ex);
+        arm_timer(connect_deadline);
+        resolver->async_resolve(ep.host, std::to_string(ep.port), tcp::resolver::numeric_service,
+                                [self = shared_from_this()](error_code e, tcp::resolver::results_type r) {
+                                    self->on_resolve(e, std::move(r));
+                                });
+    }
+
+    std::string connect_limit() const {
+        return connect_deadline == deadline ? attempt_limit()
+                                            : "client_options::connect_timeout, " + ms(st->opts.connect_timeout);
+    }
+
+    void on_resolve(error_code ec, tcp::resolver::results_type results) {
+        if (ph == phase::done) return;
+        timer.cancel();
+        if (cancelled) return finish(asio::error::operation_aborted, "cancelled while resolving " + ep.host);
+        if (resolve_timed_out)
+            return finish(errc::timeout, "resolving " + ep.host + " timed out (" + connect_limit() + ")");
+        if (ec) return finish(ec, "cannot resolve " + ep.host + ": " + ec.message());
+        ph = phase::connecting;
+        conn->tcp().expires_at(connect_deadline);
+        std::weak_ptr<request_op> weak = weak_from_this();
+        conn->tcp().async_connect(
+            results,
+            [weak](error_code const&, tcp::endpoint const&) {
+                auto self = weak.lock();
+                return self && !self->cancelled;
+            },
+            [self = shared_from_this()](error_code e, tcp::endpoint const&) { self->on_connect(e); });
+    }
+
+    void on_connect(error_code ec) {
+        if (ph == phase::done) return;
+        if (cancelled) return finish(asio::error::operation_aborted, "cancelled while connecting to " + key);
+        if (ec == beast::error::timeout)
+            return finish(errc::timeout, "connecting to " + key + " timed out (" + connect_limit() + ")");
+        if (ec) return finish(ec, "cannot connect to " + key + ": " + ec.message());
+        ++st->connections_opened;
+        error_code ignored;
+        conn->tcp().socket().set_option(tcp::no_delay(true), ignored);
+        if (!conn->tls) return send();
+        handshake();
+    }
+
+    void handshake() {
+        SSL* ssl = conn->tls->native_handle();
+        error_code ec;
+        asio::ip::make_address(ep.host, ec);
+        bool const is_ip = !ec;
+        bool ok = true;
+        if (!is_ip) ok = SSL_set_tlsext_host_name(ssl, ep.host.c_str()) == 1; // SNI is for names only (RFC 6066)
+        if (ok && !st->opts.insecure_skip_verify) {
+            if (is_ip) {
+                ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ep.host.c_str()) == 1;
+            } else {
+                SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+                ok = SSL_set1_host(ssl, ep.host.c_str()) == 1;
+            }
+        }
+        if (!ok) return finish(errc::invalid_argument, "cannot use '" + ep.host + "' as a TLS server name");
+        ph = phase::handshaking;
+        conn->tcp().expires_at(connect_deadline);
+        conn->tls->async_handshake(asio::ssl::stream_base::client,
+                                   [self = shared_from_this()](error_code e) { self->on_handshake(e); });
+    }
+
+    void on_handshake(error_code ec) {
+        if (ph == phase::done) return;
+        if (cancelled) return finish(asio::error::operation_aborted, "cancelled during the TLS handshake with " + key);
+        if (ec == beast::error::timeout)
+            return finish(errc::timeout, "the TLS handshake with " + key + " timed out (" + connect_limit() + ")");
+        if (ec) {
+            long const v = SSL_get_verify_result(conn->tls->native_handle());
+            if (v != X509_V_OK)
+                return finish(ec, std::string("TLS certificate verification failed: ") +
+                                      X509_verify_cert_error_string(v) + " (" + key + ")");
+            return finish(ec, "the TLS handshake with " + key + " failed: " + ec.message());
+        }
+        send();
+    }
+
+    // ---- exchange ------------------------------------------------------------
+    void send() {
+        ph = phase::writing;
+        conn->tcp().expires_at(deadline);
+        sent_at = std::chrono::system_clock::now();
+        conn->with_stream([&](auto& s) {
+            bhttp::async_write(s, req, [self = shared_from_this()](error_code e, std::size_t) { self->on_write(e); });
+        });
+    }
+
+    std::string via() const { return info.reused_connection ? " (on a reused connection)" : ""; }
+
+    void on_write(error_code ec) {
+        if (ph == phase::done) return;
+        if (cancelled)
+            return finish(asio::error::operation_aborted,
+                          "cancelled while sending the request to " + key + "; it was not completely sent");
+        if (ec == beast::error::timeout)
+            return finish(errc::timeout, "sending the request to " + key + " timed out (" + attempt_limit() +
+                                             "); it was not completely sent");
+        if (ec) return finish(ec, "sending the request to " + key + " failed" + via() + ": " + ec.message());
+        info.request_sent = true;
+        receive();
+    }
+
+    void receive() {
+        ph = phase::reading;
+        parser.emplace();
+        parser->body_limit(st->opts.max_response_body_bytes);
+        parser->header_limit(st->opts.max_response_header_bytes);
+        if (req.method() == bhttp::verb::head) parser->skip(true);
+        conn->with_stream([&](auto& s) {
+            bhttp::async_read(s, conn->buffer, *parser,
+                              [self = shared_from_this()](error_code e, std::size_t) { self->on_read(e); });
+        });
+    }
+
+    void on_read(error_code ec) {
+        if (ph == phase::done) return;
+        if (parser->is_header_done()) info.diag.http_status = parser->get().result_int();
+        std::string const unknown = "; the request was sent, so its outcome is unknown";
+        if (cancelled)
+            return finish(asio::error::operation_aborted,
+                          "cancelled while waiting for the response from " + key + unknown);
+        if (ec == beast::error::timeout)
+            return finish(errc::timeout,
+                          "no complete response from " + key + " in time (" + attempt_limit() + ")" + unknown);
+        if (ec == bhttp::error::body_limit)
+            return finish(errc::invalid_response, "the response body from " + key +
+                                                      " exceeds client_options::max_response_body_bytes (" +
+                                                      std::to_string(st->opts.max_response_body_bytes) + " bytes)");
+        if (ec == bhttp::error::header_limit)
+            return finish(errc::invalid_response, "the response header from " + key +
+                                                      " exceeds client_options::max_response_header_bytes (" +
+                                                      std::to_string(st->opts.max_response_header_bytes) + " bytes)");
+        bool const closed = ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+                            ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+        if (closed && !parser->got_some())
+            return finish(asio::error::eof,
+                          "the connection to " + key + " closed before any response arrived" + via() + unknown);
+        if (closed)
+            return finish(errc::invalid_response, "the response from " + key +
+                                                      " was truncated: the connection closed before the message "
+                                                      "was complete");
+        if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_version).category())
+            return finish(errc::invalid_response, "malformed response from " + key + ": " + ec.message());
+        if (ec)
+            return finish(ec, "receiving the response from " + key + " failed" + via() + ": " + ec.message() + unknown);
+
+        info.response_received = true;
+        note_date(parser->get());
+        bool const reusable = parser->keep_alive() && req.keep_alive() && conn->buffer.size() == 0;
+        complete(error_code{}, parser->release(), reusable);
+    }
+
+    void note_date(response const& res) {
+        auto const it = res.find(bhttp::field::date);
+        if (it == res.end()) return;
+        auto const server = parse_http_date(it->value());
+        if (!server) return;
+        auto const received = std::chrono::system_clock::now();
+        auto const midpoint = sent_at + (received - sent_at) / 2;
+        // Date is truncated to whole seconds: the server's clock read somewhere in [Date, Date + 1 s).
+        auto const skew = (*server + std::chrono::milliseconds(500)) - midpoint;
+        st->skew.store(std::chrono::duration_cast<std::chrono::system_clock::duration>(skew).count());
+        st->has_skew.store(true);
+    }
+
+    // ---- cancellation and timers ---------------------------------------------
+    void on_cancel() {
+        if (ph == phase::done || cancelled) return;
+        cancelled = true;
+        switch (ph) {
+        case phase::queued:
+            leave_queue();
+            return finish(asio::error::operation_aborted, "cancelled while waiting for a connection to " + key);
+        case phase::resolving:
+            if (resolver) resolver->cancel();
+            return;
+        case phase::connecting:
+        case phase::handshaking:
+        case phase::writing:
+        case phase::reading:
+            conn->tcp().close(); // the pending operation completes with an error and sees `cancelled`
+            return;
+        default: return;
+        }
+    }
+
+    void on_timer() {
+        if (ph == phase::queued) {
+            leave_queue();
+            return finish(errc::timeout,
+                          "no connection to " + key + " became free in time (" + attempt_limit() + "): all " +
+                              std::to_string(st->opts.max_connections_per_endpoint) +
+                              " connections allowed by client_options::max_connections_per_endpoint are in use; "
+                              "the request was not sent");
+        }
+        if (ph == phase::resolving && resolver) {
+            resolve_timed_out = true;
+            resolver->cancel();
+        }
+    }
+
+    // ---- completion ----------------------------------------------------------
+    void finish(error_code ec, std::string message) {
+        if (ph == phase::done) return;
+        info.diag.message = std::move(message);
+        complete(ec, response{}, false);
+    }
+
+    void complete(error_code ec, response res, bool reusable) {
+        if (ph == phase::done) return;
+        ph = phase::done;
+        timer.cancel();
+        if (resolver) resolver->cancel();
+        if (slot.is_connected()) slot.clear();
+        if (holds_place) {
+            holds_place = false;
+            st->give_back(key, std::move(conn), !ec && reusable);
+        } else if (conn) {
+            conn->close();
+        }
+        if (out != nullptr) *out = info;
+        handler_type h(std::move(*handler));
+        handler.reset();
+        // Never inline: the handler runs later, through its associated executor.
+        asio::post(st->ex, asio::append(std::move(h), ec, std::move(res)));
+    }
+};
+
+inline void client_state::give_back(std::string const& key, std::unique_ptr<connection> c, bool reusable) {
+    auto& p = pools[key];
+    auto next_waiter = [&p]() -> std::shared_ptr<request_op> {
+        while (!p.waiting.empty()) {
+            auto w = p.waiting.front().lock();
+            p.waiting.pop_front();
+            if (w && w->ph == request_op::phase::queued) return w;
+        }
+        return nullptr;
+    };
+    if (c && reusable) {
+        if (auto w = next_waiter()) return w->adopt(std::move(c));
+        c->idle_since = std::chrono::steady_clock::now();
+        p.idle.push_back(std::move(c));
+        --p.in_use;
+        return;
+    }
+    if (c) c->close();
+    c.reset();
+    if (auto w = next_waiter()) return w->adopt(nullptr);
+    --p.in_use;
+}
+
+} // namespace baton::http::detail
+#endif
+
+#endif

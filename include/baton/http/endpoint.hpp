@@ -1,0 +1,252 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_HTTP_ENDPOINT_HPP
+#define BATON_HTTP_ENDPOINT_HPP
+
+/** @file
+    Layer: wire (http). Where a request goes (`endpoint`, `parse_endpoint`),
+    the message types the client sends and receives, and the HTTP date
+    format (`parse_http_date`, for the clock-skew estimate).
+*/
+
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/system/result.hpp>
+#include <boost/system/system_error.hpp>
+#include <boost/url/parse.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace baton::http {
+
+/// The request type the client sends: backends build it, the signer signs it.
+using request = boost::beast::http::request<boost::beast::http::string_body>;
+/// The response type the client delivers, whatever its status.
+using response = boost::beast::http::response<boost::beast::http::string_body>;
+
+/// Plain TCP or TLS; part of a connection's identity in the pool.
+enum class scheme {
+    /// Plain TCP (local test servers, dynalite, DynamoDB Local).
+    http,
+    /// TLS over TCP, verified by default.
+    https,
+};
+
+/** Where requests go: the part of a URL that decides which connection to use.
+
+    Kept apart from the request target because pooling, TLS names and the
+    `Host` header depend only on these three fields; paths and queries
+    belong to each request.
+*/
+struct endpoint {
+    /// `http` or `https`.
+    baton::http::scheme scheme = baton::http::scheme::http;
+    /// Host name (lower-case) or IP literal, without brackets; also the TLS name checked against the certificate.
+    std::string host;
+    /// TCP port; 80 or 443 when the URL gives none.
+    std::uint16_t port = 80;
+
+    /// True for `https`.
+    bool is_tls() const noexcept { return scheme == baton::http::scheme::https; }
+
+    /// The `Host` header value: the default port is omitted and IPv6 literals are bracketed, as signers expect.
+    std::string host_header() const {
+        bool const v6 = host.find(':') != std::string::npos;
+        std::string out = v6 ? "[" + host + "]" : host;
+        if (port != (is_tls() ? 443 : 80)) out += ":" + std::to_string(port);
+        return out;
+    }
+
+    /// `scheme://host:port`, for logs and diagnostics (never carries credentials).
+    std::string origin() const {
+        bool const v6 = host.find(':') != std::string::npos;
+        return std::string(is_tls() ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" +
+               std::to_string(port);
+    }
+
+    /// Endpoints are equal when they would share a connection pool.
+    friend bool operator==(endpoint const&, endpoint const&) = default;
+
+    /** Parses `scheme://host[:port][/]`, throwing on anything else.
+
+        For configuration code, where a bad URL is a setup error.
+        @throws config_error whose message says what is wrong with the URL.
+    */
+    static endpoint from_url(std::string_view url);
+};
+
+/** Parses an endpoint URL (`http://127.0.0.1:8000`, `https://s3.eu-west-1.amazonaws.com`).
+
+    Accepts only `http` and `https` with a host, an optional port (1-65535)
+    and an empty or `/` path. Refuses user info (credentials do not belong
+    in endpoint URLs, and this keeps them out of every message), queries,
+    fragments and paths, because a silently ignored part would send
+    requests somewhere the user did not mean. Host names are lower-cased.
+
+    @returns the endpoint, or `errc::invalid_argument` with `diag.message`
+    saying what is wrong. Messages never repeat the URL itself, which might
+    carry a secret.
+*/
+inline boost::system::result<endpoint> parse_endpoint(std::string_view url, diagnostics& diag) {
+    auto fail = [&](std::string why) -> boost::system::result<endpoint> {
+        diag.message = "invalid endpoint URL: " + std::move(why);
+        return error_code(errc::invalid_argument);
+    };
+    if (url.find("://") == std::string_view::npos)
+        return fail("it needs a scheme and a host, e.g. http://127.0.0.1:8000 or https://host");
+    auto parsed = boost::urls::parse_uri(url);
+    if (!parsed) return fail("not a valid URI (" + parsed.error().message() + ")");
+    auto const& u = *parsed;
+    endpoint ep;
+    switch (u.scheme_id()) {
+    case boost::urls::scheme::http: ep.scheme = scheme::http; break;
+    case boost::urls::scheme::https: ep.scheme = scheme::https; break;
+    default: return fail("unsupported scheme '" + std::string(u.scheme()) + "' (use http or https)");
+    }
+    if (!u.has_authority()) return fail("it has no host");
+    if (u.has_userinfo()) return fail("it must not carry user information (credentials come from the signer)");
+    switch (u.host_type()) {
+    case boost::urls::host_type::ipv4: ep.host = u.host_ipv4_address().to_string(); break;
+    case boost::urls::host_type::ipv6: ep.host = u.host_ipv6_address().to_string(); break;
+    case boost::urls::host_type::name: {
+        ep.host = u.host_name();
+        for (char& c : ep.host) {
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+            bool const ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+            if (!ok) return fail("the host name contains a character that is not allowed in DNS names");
+        }
+        break;
+    }
+    default: return fail("it has no host (only names, IPv4 and IPv6 literals are accepted)");
+    }
+    if (ep.host.empty()) return fail("it has no host");
+    ep.port = ep.is_tls() ? 443 : 80;
+    if (u.has_port()) {
+        auto const p = u.port();
+        if (p.empty() || p.size() > 5) return fail("the port must be a number from 1 to 65535");
+        unsigned long n = 0;
+        for (char c : p) {
+            if (c < '0' || c > '9') return fail("the port must be a number from 1 to 65535");
+            n = n * 10 + static_cast<unsigned long>(c - '0');
+        }
+        if (n == 0 || n > 65535) return fail("the port must be a number from 1 to 65535");
+        ep.port = static_cast<std::uint16_t>(n);
+    }
+    if (!u.encoded_path().empty() && u.encoded_path().front() != '/')
+        return fail("unexpected characters after the host (expected ':port' or '/')");
+    if (!u.encoded_path().empty() && u.encoded_path() != "/")
+        return fail("it must not have a path ('" + std::string(u.encoded_path()) +
+                    "'): give scheme://host[:port] and put paths in requests");
+    if (u.has_query()) return fail("it must not have a query");
+    if (u.has_fragment()) return fail("it must not have a fragment");
+    return ep;
+}
+
+/// Parses an endpoint URL, dropping the explanation. @copydetails parse_endpoint(std::string_view, diagnostics&)
+inline boost::system::result<endpoint> parse_endpoint(std::string_view url) {
+    diagnostics ignored;
+    return parse_endpoint(url, ignored);
+}
+
+inline endpoint endpoint::from_url(std::string_view url) {
+    diagnostics d;
+    auto r = parse_endpoint(url, d);
+    if (!r) throw config_error(d.message);
+    return *r;
+}
+
+/** Parses an HTTP `Date` value in IMF-fixdate form (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 7231 §7.1.1.1).
+
+    Every current server sends this form; the two obsolete forms are not
+    accepted, so a response carrying one simply does not update the skew
+    estimate. The weekday name is checked for shape but not against the
+    date.
+
+    @returns the instant (whole seconds, UTC), or nothing when `value` is not an IMF-fixdate.
+*/
+inline std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view value) noexcept {
+    using namespace std::chrono;
+    if (value.size() != 29) return std::nullopt;
+    auto digits = [&](std::size_t pos, std::size_t n, int& out) {
+        out = 0;
+        for (std::size_t i = pos; i < pos + n; ++i) {
+            if (value[i] < '0' || value[i] > '9') return false;
+            out = out * 10 + (value[i] - '0');
+        }
+        return true;
+    };
+    static constexpr std::string_view days[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+    static constexpr std::string_view months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    if (std::find(std::begin(days), std::end(days), value.substr(0, 3)) == std::end(days)) return std::nullopt;
+    if (value.substr(3, 2) != ", " || value[7] != ' ' || value[11] != ' ' || value[16] != ' ' || value[19] != ':' ||
+        value[22] != ':' || value.substr(25) != " GMT")
+        return std::nullopt;
+    auto const m = std::find(std::begin(months), std::end(months), value.substr(8, 3));
+    if (m == std::end(months)) return std::nullopt;
+    int d = 0, y = 0, hh = 0, mm = 0, ss = 0;
+    if (!digits(5, 2, d) || !digits(12, 4, y) || !digits(17, 2, hh) || !digits(20, 2, mm) || !digits(23, 2, ss))
+        return std::nullopt;
+    if (hh > 23 || mm > 59 || ss > 60) return std::nullopt; // 60: a leap second
+    year_month_day const ymd{year{y}, month{static_cast<unsigned>(m - std::begin(months) + 1)},
+                             day{static_cast<unsigned>(d)}};
+    if (!ymd.ok()) return std::nullopt;
+    return time_point_cast<system_clock::duration>(sys_days{ymd} + hours{hh} + minutes{mm} + seconds{ss});
+}
+
+/** How the client connects, waits and trusts. Defaults suit AWS and local test servers.
+
+    Timeouts bound each attempt, so that a lease's renew deadline is never
+    spent waiting on one dead connection; size limits bound what a hostile
+    or broken server can make the client hold in memory.
+*/
+
+} // namespace baton::http
+
+#endif

@@ -1,0 +1,72 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_DETAIL_ENVELOPE_HPP
+#define BATON_RECIPE_DETAIL_ENVELOPE_HPP
+
+// Layer: recipes, internal. Pieces the recipes' record formats share: a header line of decimal numbers
+// and a settlement nonce, parsed strictly (a record that does not parse is
+// foreign, never guessed at), and the per-object cache of the versions last
+// seen per key (it only ever saves a read).
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace baton::detail {
+
+// A u64 in canonical decimal (no sign, no leading zero, no spaces).
+inline bool parse_canonical_u64(std::string_view digits, std::uint64_t& out) noexcept {
+    if (digits.empty() || digits.size() > 20 || (digits.size() > 1 && digits[0] == '0') ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return false;
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return ec == std::errc() && p == digits.data() + digits.size();
+}
+
+// A settlement nonce as make_nonce writes it (lowercase hex; up to 64 digits accepted).
+inline bool is_nonce(std::string_view s) noexcept {
+    return !s.empty() && s.size() <= 64 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Versions last seen per key, shared by the copies of one recipe object; bounded (past
+// `max_keys` it starts over). Thread-safe.
+template <class Seen>
+class version_cache {
+public:
+    explicit version_cache(std::size_t max_keys) : max_keys_(max_keys) {}
+
+    std::optional<Seen> find(std::string const& key) const {
+        std::lock_guard lk(mu_);
+        auto it = seen_.find(key);
+        if (it == seen_.end()) return std::nullopt;
+        return it->second;
+    }
+
+    // Remembers `v` for `key`, or forgets the key when `v` is empty.
+    void remember(std::string const& key, std::optional<Seen> const& v) {
+        std::lock_guard lk(mu_);
+        if (!v) {
+            seen_.erase(key);
+            return;
+        }
+        if (seen_.size() >= max_keys_ && !seen_.count(key)) seen_.clear();
+        seen_[key] = *v;
+    }
+
+    void forget(std::string const& key) { remember(key, std::nullopt); }
+
+private:
+    std::size_t max_keys_;
+    mutable std::mutex mu_;
+    std::map<std::string, Seen, std::less<>> seen_;
+};
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,627 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_DETAIL_KV_MACHINE_HPP
+#define BATON_RECIPE_DETAIL_KV_MACHINE_HPP
+
+// Layer: recipes, internal. The kv record format and the sans-I/O state machine of one kv write (put,
+// erase, or a read-modify-write update), DESIGN §12: every record carries a
+// logical version that the next write raises by one, erases leave a
+// tombstone so versions keep rising across delete and re-create, and every
+// ambiguous answer is settled by reading the write's nonce back before
+// anything is retried or reported.
+
+#include <baton/core/detail/config.hpp>
+#include <baton/recipe/detail/envelope.hpp>
+#include <baton/core/error.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/store/settlement.hpp>
+#include <baton/store/record_store.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace baton::detail {
+
+// A kv record: "baton-kv 1 <version> <nonce>[ fence=<token>][ recent=<p>,<p>,...][ tombstone]\n"
+// then the value's bytes (none for a tombstone).
+//   fence:  the highest fencing token a write to the key carried (absent: none yet);
+//   recent: the first 16 hex digits of the nonces of the writes before this one, newest first
+//           (at most kv_recent_writes): a writer whose answer was lost finds its write there
+//           even after others wrote on top of it, and never applies it twice.
+inline constexpr std::string_view kv_magic = "baton-kv 1 ";
+inline constexpr std::size_t kv_recent_writes = 16;
+inline constexpr std::size_t kv_recent_digits = 16;
+
+struct kv_body {
+    std::uint64_t version = 0;
+    std::string nonce;
+    std::uint64_t fence = 0;
+    std::string recent; // "<p>,<p>,..." or empty
+    bool live = true;
+    std::string value;
+};
+
+// The `recent` list of a write on top of a record with `nonce` and `recent`.
+inline std::string kv_recent_after(std::string_view nonce, std::string_view recent) {
+    std::string out(nonce.substr(0, kv_recent_digits));
+    std::size_t kept = 1;
+    while (!recent.empty() && kept < kv_recent_writes) {
+        auto const comma = recent.find(',');
+        out += ',';
+        out += recent.substr(0, comma);
+        ++kept;
+        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
+    }
+    return out;
+}
+
+// The n-th entry (0: the write just before) of a `recent` list, or empty.
+inline std::string_view kv_recent_at(std::string_view recent, std::size_t n) {
+    for (; n > 0 && !recent.empty(); --n) {
+        auto const comma = recent.find(',');
+        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
+    }
+    return recent.substr(0, recent.find(','));
+}
+
+inline std::string encode_kv(kv_body const& b) {
+    std::string s;
+    s.reserve(kv_magic.size() + 64 + b.nonce.size() + b.recent.size() + 1 + b.value.size());
+    s += kv_magic;
+    s += std::to_string(b.version);
+    s += ' ';
+    s += b.nonce;
+    if (b.fence != 0) {
+        s += " fence=";
+        s += std::to_string(b.fence);
+    }
+    if (!b.recent.empty()) {
+        s += " recent=";
+        s += b.recent;
+    }
+    if (!b.live) s += " tombstone";
+    s += '\n';
+    if (b.live) s += b.value;
+    return s;
+}
+
+inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d) {
+    auto foreign = [&](char const* why) {
+        d.message = std::string("not a kv record: ") + why;
+        return error_code(errc::foreign_record);
+    };
+    if (body.substr(0, kv_magic.size()) != kv_magic) return foreign("it does not start with \"baton-kv 1 \"");
+    body.remove_prefix(kv_magic.size());
+    auto const eol = body.find('\n');
+    if (eol == std::string_view::npos) return foreign("its header line has no end");
+    std::string_view header = body.substr(0, eol);
+    if (header.ends_with(' ')) return foreign("its header has a field it should not");
+    auto next_field = [&header]() {
+        auto const space = header.find(' ');
+        std::string_view f = header.substr(0, space);
+        header = space == std::string_view::npos ? std::string_view() : header.substr(space + 1);
+        return f;
+    };
+    kv_body b;
+    if (!parse_canonical_u64(next_field(), b.version) || b.version == 0)
+        return foreign("its version is not a decimal number from 1 to 2^64-1");
+    std::string_view const nonce = next_field();
+    if (!is_nonce(nonce)) return foreign("its nonce is not lowercase hex");
+    b.nonce = std::string(nonce);
+    enum { start, had_fence, had_recent, had_tombstone } at = start; // fields come in this order, each once
+    while (!header.empty()) {
+        std::string_view const f = next_field();
+        if (f.starts_with("fence=") && at < had_fence) {
+            if (!parse_canonical_u64(f.substr(6), b.fence) || b.fence == 0)
+                return foreign("its fence is not a decimal number from 1 to 2^64-1");
+            at = had_fence;
+        } else if (f.starts_with("recent=") && at < had_recent) {
+            std::string_view list = f.substr(7);
+            std::size_t n = 0;
+            while (true) {
+                auto const comma = list.find(',');
+                std::string_view const p = list.substr(0, comma);
+                if (p.size() != kv_recent_digits || !is_nonce(p) || ++n > kv_recent_writes)
+                    return foreign("its recent writers are not a list of at most 16 nonce prefixes");
+                if (comma == std::string_view::npos) break;
+                list.remove_prefix(comma + 1);
+            }
+            b.recent = std::string(f.substr(7));
+            at = had_recent;
+        } else if (f == "tombstone" && at < had_tombstone) {
+            b.live = false;
+            at = had_tombstone;
+        } else {
+            return foreign("its header has a field it should not");
+        }
+    }
+    if (!b.live && eol + 1 != body.size()) return foreign("its tombstone carries a value");
+    if (b.live) b.value = std::string(body.substr(eol + 1));
+    out = std::move(b);
+    return {};
+}
+
+// What a client last saw of a key: the store's version, the logical version under it, live or tombstone.
+struct kv_seen {
+    std::string store_version;
+    std::uint64_t version = 0;
+    bool live = true;
+    std::uint64_t fence = 0;
+    std::string nonce;  // of the write that made it
+    std::string recent; // its recent writers
+};
+
+// The caller's condition on a put or an erase.
+struct kv_expect {
+    enum class kind { none, absent, version };
+    kind which = kind::none;
+    std::uint64_t version = 0;
+    // A fencing token the write carries: refused (errc::fenced) when the key accepted a higher one.
+    std::optional<std::uint64_t> fence;
+};
+
+enum class kv_op { put, erase, update };
+
+struct kv_action {
+    enum class type { read, write, wait, compute, done };
+    type what = type::done;
+    std::string body;                       // write
+    precondition pc = precondition::none(); // write
+    std::chrono::nanoseconds delay{0};      // wait
+    error_code ec;                          // done
+};
+
+struct kv_attempt {
+    std::string nonce;
+    std::uint64_t version = 0; // the logical version it writes
+    std::uint64_t fence = 0;   // the fence it writes
+    precondition pc = precondition::none();
+};
+
+// One kv write. `Retry` is the RetryPolicy (held by reference: copies share its budget).
+// `Rng` draws nonces and jitter. For `update`, a `compute` action hands the current value
+// (`current()`) to the caller, who answers with `on_computed`.
+template <class Retry, class Rng>
+class kv_write_machine {
+public:
+    // Rounds of "refused, read, write again" (put without condition, update) before the write
+    // reports contention; from the third on, after a jittered pause.
+    static constexpr unsigned max_contention_rounds = 64;
+    // Highest logical version: a key that reached it takes no more writes.
+    static constexpr std::uint64_t max_version = ~std::uint64_t(0);
+
+    kv_write_machine(kv_op op, std::string value, kv_expect expect, std::optional<kv_seen> known, Retry& retry, Rng& rng)
+        : op_(op), value_(std::move(value)), expect_(expect), known_(std::move(known)), retry_(retry), rng_(rng),
+          floor_(known_ ? known_->version : 0) {}
+
+    // The first step: one request when what this client saw last lets it name the version to
+    // replace (`matches` then checks that it still holds); a read first otherwise. A guess is
+    // never a verdict: a refusal of a write made on a guess is followed by a read.
+    kv_action start() {
+        using k = kv_expect::kind;
+        if (op_ == kv_op::update) return read();
+        if (expect_.which == k::version && expect_.version == 0) {
+            diag_.message = "version 0 names no value (versions start at 1)";
+            return done(errc::invalid_argument);
+        }
+        if (op_ == kv_op::put && !known_ && expect_.which == k::absent) return write_new(1, fence_over(0), precondition::absent(), {});
+        if (known_) {
+            bool const plausible = (expect_.which == k::none && (op_ == kv_op::put || known_->live)) ||
+                                   (expect_.which == k::absent && op_ == kv_op::put && !known_->live) ||
+                                   (expect_.which == k::version && known_->live && known_->version == expect_.version);
+            bool const fence_ok = !expect_.fence || known_->fence <= *expect_.fence;
+            if (plausible && fence_ok && known_->version < max_version)
+                return write_new(known_->version + 1, fence_over(known_->fence), precondition::matches(known_->store_version),
+                                 kv_recent_after(known_->nonce, known_->recent));
+        }
+        return read();
+    }
+
+    kv_action on_put(error_code ec, put_result const& r) {
+        ++requests_;
+        if (!ec) {
+            version_ = inflight_.version;
+            written_ = true;
+            seen_ = kv_seen{r.version, inflight_.version, op_ != kv_op::erase, inflight_.fence, inflight_.nonce, inflight_recent_};
+            retry_.on_success(attempts_ + 1);
+            return done({});
+        }
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed || ec == errc::not_found) {
+            // Refused: the record is not what the write assumed. A condition normally gets its
+            // verdict from the next read; rounds are counted all the same, so that a store that
+            // keeps refusing writes its reads say should pass (a lagging replica, a store that
+            // mishandles If-Match) is paced and then reported, not hammered forever.
+            if (++rounds_ > max_contention_rounds) {
+                diag_.message = expect_.which == kv_expect::kind::none
+                                    ? "the record changed under " + std::to_string(max_contention_rounds) +
+                                          " writes in a row (heavy contention on one key)"
+                                    : "the store refused " + std::to_string(max_contention_rounds) +
+                                          " writes in a row whose condition its reads showed to hold";
+                return done(errc::precondition_failed);
+            }
+            if (rounds_ <= 2) {
+                if (r.current) return decide(*r.current);
+                return read();
+            }
+            return contention_pause();
+        }
+        if (ec == boost::asio::error::operation_aborted) {
+            // Cancelled after it may have been sent: settle once, uncancellable, then report.
+            doubts_.in_doubt(inflight_);
+            stopping_ = true;
+            return read();
+        }
+        if (outcome_unknown(ec)) {
+            doubts_.in_doubt(inflight_);
+            if (ec == errc::throttled) return backoff(ec, /*always_read=*/true);
+            // Settle first, blame later: if the read shows that another write got in, this was a
+            // lost race (RGW answers racing losers 500), not the service failing, and the retry
+            // budget is not spent on it.
+            blame_ = ec;
+            return read();
+        }
+        return backoff(ec, false);
+    }
+
+    kv_action on_get(error_code ec, get_result const& r) {
+        ++requests_;
+        if (ec) {
+            diag_ = r.diag;
+            blame_.reset();
+            if (stopping_) return give_up(ec);
+            return backoff(ec, false);
+        }
+        if (!r.found) return decide_absent();
+        return decide(*r.found);
+    }
+
+    kv_action on_wait() { return next_is_read_ ? read() : write_again(); }
+
+    // The caller's cancellation arrived at a wait: nothing more is written, and a write in doubt is settled first.
+    kv_action on_cancel() {
+        if (doubts_.empty()) return done(boost::asio::error::operation_aborted);
+        stopping_ = true;
+        return read();
+    }
+
+    // update: the new value, or nothing to leave the record as it is.
+    kv_action on_computed(std::optional<std::string> value) {
+        if (!value) {
+            // Nothing to write, but an earlier round's write may still land: settle it first.
+            if (!doubts_.empty()) return look_again();
+            version_ = current_live_ ? current_version_ : 0;
+            return done({});
+        }
+        value_ = std::move(*value);
+        return write_over_current();
+    }
+
+    // update, at a `compute` action: the current value (empty when the key is absent or erased)
+    // and its version.
+    std::optional<std::string> const& current() const noexcept { return current_value_; }
+    std::uint64_t current_version() const noexcept { return current_live_ ? current_version_ : 0; }
+
+    bool stopping() const noexcept { return stopping_; }
+    // The logical version written (or, when nothing needed writing, the one found).
+    std::uint64_t version() const noexcept { return version_; }
+    bool written() const noexcept { return written_; }
+    // On errc::fenced: the token the key had accepted, above the write's.
+    std::uint64_t winning_token() const noexcept { return winning_; }
+    // update, at a `compute` action: the key's fence.
+    std::uint64_t current_fence() const noexcept { return current_fence_; }
+    unsigned requests() const noexcept { return requests_; }
+    bool settled_by_read() const noexcept { return settled_; }
+    diagnostics const& diag() const noexcept { return diag_; }
+    // What to remember for this key after the call, if anything reliable is known.
+    std::optional<kv_seen> const& last_seen() const noexcept { return seen_; }
+
+private:
+    using kind = kv_expect::kind;
+
+    kv_action read() {
+        last_was_read_ = true;
+        kv_action a;
+        a.what = kv_action::type::read;
+        return a;
+    }
+
+    kv_action write_new(std::uint64_t version, std::uint64_t fence, precondition pc, std::string recent) {
+        inflight_ = kv_attempt{make_nonce(rng_), version, fence, std::move(pc)};
+        inflight_recent_ = std::move(recent);
+        return send_inflight();
+    }
+    kv_action write_again() {
+        inflight_.nonce = make_nonce(rng_);
+        return send_inflight();
+    }
+    kv_action send_inflight() {
+        last_was_read_ = false;
+        kv_action a;
+        a.what = kv_action::type::write;
+        a.body = encode_kv(kv_body{inflight_.version, inflight_.nonce, inflight_.fence, inflight_recent_, op_ != kv_op::erase, value_});
+        a.pc = inflight_.pc;
+        return a;
+    }
+
+    // The next version over what the last read found (absent: version 1, written only if still absent).
+    kv_action write_over_current() {
+        if (!current_exists_) return write_new(1, fence_over(0), precondition::absent(), {});
+        if (current_version_ == max_version) {
+            diag_.message = "the key's version reached 2^64-1; it takes no more writes";
+            return done(errc::invalid_argument);
+        }
+        return write_new(current_version_ + 1, fence_over(current_fence_), precondition::matches(current_store_version_),
+                         kv_recent_after(current_nonce_, current_recent_));
+    }
+
+    // The fence a write leaves: the caller's token (checked to be at least the stored one), or the stored one kept.
+    std::uint64_t fence_over(std::uint64_t stored) const noexcept { return expect_.fence ? *expect_.fence : stored; }
+
+    kv_action done(error_code ec) {
+        kv_action a;
+        a.ec = ec;
+        // A refusal keeps what it read; other failures leave nothing reliable to remember.
+        if (ec && ec != errc::precondition_failed && ec != errc::fenced) seen_.reset();
+        return a;
+    }
+
+    kv_action give_up(error_code ec) {
+        if (doubts_.empty()) return done(ec);
+        diag_.message = "a write of this call may have landed and reading the record back failed (" +
+                        error_code(ec).message() + ")";
+        return done(errc::unknown_outcome);
+    }
+
+    // A stopped call reports why it stopped, unless a write of it may still land: then its fate is unknown.
+    kv_action stop() {
+        if (!doubts_.empty() && stop_reason_ != boost::asio::error::operation_aborted) {
+            diag_.message = "a write of this call may still land (it waits in the network on a version that still holds)";
+            return done(errc::unknown_outcome);
+        }
+        return done(stop_reason_);
+    }
+
+    // Waits per the retry policy, then reads (to settle, or after a failed read) or writes again.
+    kv_action backoff(error_code ec, bool always_read) {
+        ++attempts_;
+        auto const d = retry_.on_failure(ec, attempts_, uniform());
+        next_is_read_ = always_read || !doubts_.empty() || last_was_read_;
+        if (d.retry) {
+            kv_action a;
+            a.what = kv_action::type::wait;
+            a.delay = std::clamp(d.delay, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
+            return a;
+        }
+        if (!doubts_.empty() && !stopping_) {
+            // Out of retries with a write in doubt: one last read settles it; if it did not
+            // land, the caller is told this failure.
+            stopping_ = true;
+            stop_reason_ = ec;
+            return read();
+        }
+        return give_up(ec);
+    }
+
+    // Looks for the writes in doubt in a record read back (`found`; none: the key is absent):
+    // the one that landed, if any. A write whose version the record has reached is found by its
+    // nonce, in the record or among its recent writers, or it can never land (one write lands
+    // per version, and versions only rise) and is forgotten. Writes above the record's version
+    // stay in doubt: they may still land, and a stale read (a lagging replica) can show a
+    // record older than one of them that already did. A write more than kv_recent_writes
+    // versions below the record cannot be told: `lost_track_`.
+    std::optional<kv_attempt> settle(kv_body const* found) {
+        std::uint64_t const at = found ? found->version : 0;
+        std::optional<kv_attempt> landed;
+        doubts_.keep_if([&](kv_attempt const& a) {
+            if (a.version > at) return true;
+            std::uint64_t const below = at - a.version;
+            if (below == 0 && a.nonce == found->nonce) landed = a;
+            else if (below > 0 && below <= kv_recent_writes) {
+                if (kv_recent_at(found->recent, below - 1) == std::string_view(a.nonce).substr(0, kv_recent_digits)) landed = a;
+            } else if (below > kv_recent_writes) {
+                lost_track_ = true;
+            }
+            return false;
+        });
+        return landed;
+    }
+
+    // True when a write in doubt was based on a version above what the read shows: the read
+    // came from a replica that lags behind this call's own view, and decides nothing.
+    bool read_is_stale(std::uint64_t found) const {
+        return doubts_.any([&](kv_attempt const& a) { return a.version > found + 1; });
+    }
+
+    // Reads again after the retry policy's pause (a stale read is a transient failure).
+    kv_action look_again() {
+        blame_.reset();
+        diag_.clear();
+        diag_.message = "reads showed the record older than this call knows it to be (a lagging replica), or a "
+                        "write of it still in doubt";
+        return backoff(errc::unknown_outcome, /*always_read=*/true);
+    }
+
+    kv_action refuse(std::uint64_t found_version, bool live) {
+        diag_.clear();
+        auto const shown = [](std::uint64_t v, bool l) { return l ? "version " + std::to_string(v) : std::string("no value"); };
+        std::string expected = expect_.which == kind::absent ? std::string("no value") : "version " + std::to_string(expect_.version);
+        diag_.message = "expected " + expected + ", found " + shown(found_version, live);
+        current_version_ = found_version;
+        current_live_ = live;
+        return done(errc::precondition_failed);
+    }
+
+    kv_action decide_absent() {
+        settle(nullptr);
+        if (stopping_) return stop();
+        if (read_is_stale(0) || floor_ > 0) return look_again();
+        if (auto wait = after_settling()) return *wait;
+        seen_.reset();
+        current_exists_ = false;
+        current_live_ = false;
+        current_version_ = 0;
+        current_fence_ = 0;
+        current_value_.reset();
+        switch (op_) {
+        case kv_op::update:
+            return compute();
+        case kv_op::erase:
+            if (expect_.which == kind::version) return refuse(0, false);
+            return done({}); // nothing to erase
+        case kv_op::put:
+            if (expect_.which == kind::version) return refuse(0, false);
+            return write_over_current();
+        }
+        return done({});
+    }
+
+    // The record as it is now decides: a write of ours landed, the condition fails, or write over it.
+    kv_action decide(record const& found) {
+        kv_body b;
+        diagnostics d;
+        if (auto ec = decode_kv(found.body, b, d)) {
+            diag_ = d;
+            diag_.message += " (key " + found.key + ")";
+            if (!doubts_.empty()) { // ours may have landed before something else overwrote the key
+                diag_.message = "a write of this call may have landed; the key now holds something else: " + diag_.message;
+                return done(errc::unknown_outcome);
+            }
+            return done(ec);
+        }
+        seen_ = kv_seen{found.version, b.version, b.live, b.fence, b.nonce, b.recent};
+        if (auto mine = settle(&b)) {
+            settled_ = true;
+            written_ = true;
+            version_ = mine->version;
+            retry_.on_success(attempts_ + 1);
+            return done({});
+        }
+        if (lost_track_) {
+            diag_.message = "a write of this call may have landed: the record moved on by more than " +
+                            std::to_string(kv_recent_writes) + " writes before it could be read back";
+            return done(errc::unknown_outcome);
+        }
+        if (!stopping_ && (read_is_stale(b.version) || b.version < floor_)) return look_again();
+        floor_ = std::max(floor_, b.version);
+        if (stopping_) return stop();
+        if (auto wait = after_settling()) return *wait;
+        current_exists_ = true;
+        current_store_version_ = found.version;
+        current_version_ = b.version;
+        current_live_ = b.live;
+        current_fence_ = b.fence;
+        current_nonce_ = b.nonce;
+        current_recent_ = b.recent;
+        if (b.live) current_value_ = std::move(b.value);
+        else current_value_.reset();
+        if (expect_.fence && b.fence > *expect_.fence) {
+            winning_ = b.fence;
+            diag_.clear();
+            diag_.message = "token " + std::to_string(*expect_.fence) + " is below token " + std::to_string(b.fence) +
+                            " already accepted for this key";
+            return done(errc::fenced);
+        }
+        switch (op_) {
+        case kv_op::update:
+            return compute();
+        case kv_op::erase:
+            if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
+            if (!b.live) {
+                version_ = 0;
+                return done({}); // already erased: no value
+            }
+            return write_over_current();
+        case kv_op::put:
+            if (expect_.which == kind::absent && b.live) return refuse(b.version, b.live);
+            if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
+            return write_over_current();
+        }
+        return done({});
+    }
+
+    // After an ambiguous answer was read back and did not land: while it still may land (the record
+    // is as it assumed), the failure is the service's and the retry policy spaces the next look;
+    // if the record moved on, the write lost a race: a contention round.
+    std::optional<kv_action> after_settling() {
+        if (!blame_) return std::nullopt;
+        error_code const ec = *blame_;
+        blame_.reset();
+        if (!doubts_.empty()) return backoff(ec, /*always_read=*/true);
+        if (expect_.which != kind::none) return std::nullopt; // a condition: the read gives the verdict
+        if (++rounds_ > max_contention_rounds) {
+            diag_.message = "the record changed under " + std::to_string(max_contention_rounds) +
+                            " writes in a row (heavy contention on one key)";
+            return done(errc::precondition_failed);
+        }
+        if (rounds_ <= 2) return std::nullopt;
+        return contention_pause();
+    }
+
+    // Many writers on one key: spread the next rounds out (full jitter, doubling, at most 1 s), then read.
+    kv_action contention_pause() {
+        std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
+            std::chrono::milliseconds(5) * (1LL << std::min(rounds_ - 3, 8u)), std::chrono::seconds(1));
+        next_is_read_ = true;
+        kv_action a;
+        a.what = kv_action::type::wait;
+        a.delay = std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count())));
+        return a;
+    }
+
+    kv_action compute() {
+        kv_action a;
+        a.what = kv_action::type::compute;
+        return a;
+    }
+
+    double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+    kv_op op_;
+    std::string value_;
+    kv_expect expect_;
+    std::optional<kv_seen> known_;
+    Retry& retry_;
+    Rng& rng_;
+    kv_attempt inflight_;
+    settlement_ledger<kv_attempt> doubts_;
+    // What the last read found.
+    bool current_exists_ = false;
+    bool current_live_ = false;
+    std::string current_store_version_;
+    std::uint64_t current_version_ = 0;
+    std::uint64_t current_fence_ = 0;
+    std::string current_nonce_;
+    std::string current_recent_;
+    std::optional<std::string> current_value_;
+    std::string inflight_recent_;
+    bool lost_track_ = false;
+    // The highest version this call knows the key reached (its cache, every record it saw):
+    // versions only rise and records are never removed, so a read below it is a lagging replica.
+    std::uint64_t floor_ = 0;
+    std::uint64_t winning_ = 0;
+
+    std::uint64_t version_ = 0;
+    std::optional<kv_seen> seen_;
+    unsigned attempts_ = 0;
+    unsigned rounds_ = 0;
+    unsigned requests_ = 0;
+    bool written_ = false;
+    bool next_is_read_ = false;
+    bool last_was_read_ = false;
+    bool stopping_ = false;
+    error_code stop_reason_ = boost::asio::error::operation_aborted; // what a stopped write that did not land reports
+    bool settled_ = false;
+    std::optional<error_code> blame_; // an ambiguous answer whose read-back is in flight
+    diagnostics diag_;
+};
+
+} // namespace baton::detail
+
+#endif

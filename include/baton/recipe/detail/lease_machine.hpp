@@ -1,0 +1,623 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_DETAIL_LEASE_MACHINE_HPP
+#define BATON_RECIPE_DETAIL_LEASE_MACHINE_HPP
+
+// Layer: recipes, internal. The lease protocol as a sans-I/O state machine: acquire, renew and release.
+// It never touches a socket, a timer or a clock. The driver (basic_lease)
+// feeds it events with the participant's own monotonic time and carries out
+// the actions it returns: read the record, write it under a precondition,
+// wait, or finish. Tests drive it directly.
+//
+// Safety argument (DESIGN §5-6):
+// - a holder's lease is valid until t_send + ttl on its own clock, where
+//   t_send is when it sent the write that last succeeded; it stops acting at
+//   t_send + renew_deadline;
+// - a contender takes over only after seeing the same version for
+//   ttl x max_clock_rate_skew on its own clock, counted from the response of
+//   its first read of that version;
+// - every change of holder writes token + 1; renewals keep the token;
+// - a write whose outcome is unknown is settled by reading back its nonce
+//   (the store layer's settlement.hpp: which answers are ambiguous, the ledger).
+
+#include <baton/core/detail/config.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
+#include <baton/core/error.hpp>
+#include <baton/recipe/lease_options.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/store/settlement.hpp>
+#include <baton/store/record_store.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace baton::detail {
+
+// A small, fast generator for jitter and nonces (8 bytes of state; a
+// Mersenne Twister would be 2.5 KB per lease).
+class splitmix64 {
+public:
+    using result_type = std::uint64_t;
+    explicit splitmix64(std::uint64_t seed) noexcept : s_(seed) {}
+    static constexpr result_type min() noexcept { return 0; }
+    static constexpr result_type max() noexcept { return ~result_type(0); }
+    result_type operator()() noexcept {
+        std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+
+private:
+    std::uint64_t s_;
+};
+
+using own_time = std::chrono::nanoseconds; // a reading of the participant's own clock, since its epoch
+
+struct lease_action {
+    enum class type { none, read, write, wait, done };
+    type what = type::none;
+    std::string body;                             // write
+    precondition pc = precondition::none();       // write
+    std::chrono::nanoseconds delay{0};            // wait, in own time
+    error_code ec;                                // done
+
+    static lease_action none() { return {}; }
+    static lease_action read() { lease_action a; a.what = type::read; return a; }
+    static lease_action write(std::string body, precondition pc) {
+        lease_action a; a.what = type::write; a.body = std::move(body); a.pc = std::move(pc); return a;
+    }
+    // A custom RetryPolicy's delay is kept within [0, 24 h], so no timer deadline computed from it overflows.
+    static lease_action wait(std::chrono::nanoseconds d) {
+        lease_action a; a.what = type::wait;
+        a.delay = std::clamp(d, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
+        return a;
+    }
+    static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
+};
+
+// Hooks into the driver's RetryPolicy, kept non-template so the machine compiles once.
+struct retry_hooks {
+    void* ctx = nullptr;
+    retry_decision (*on_failure)(void*, error_code const&, unsigned, double) = nullptr;
+    void (*on_success)(void*, unsigned) = nullptr;
+};
+
+class lease_machine {
+public:
+    lease_machine(lease_options opts, std::uint64_t seed, retry_hooks hooks)
+        : opts_(std::move(opts)), rng_(seed), hooks_(hooks) {
+        ttl_ = opts_.ttl;
+        renew_interval_ = opts_.effective_renew_interval();
+        renew_deadline_ = opts_.effective_renew_deadline();
+        instance_ = (opts_.owner.empty() ? std::string("baton") : opts_.owner) + "#" + hex(rng_());
+    }
+
+    // ---- queries ---------------------------------------------------------
+    lease_state state() const noexcept { return state_; }
+    std::string const& instance() const noexcept { return instance_; }
+    lease_options const& options() const noexcept { return opts_; }
+    std::uint64_t token() const noexcept { return held_.token; }
+    bool took_over() const noexcept { return took_over_; }
+    bool created_record() const noexcept { return created_; }
+    // The least token a record this object creates starts at (wall-clock tokens; see lease_options).
+    void set_creation_floor(std::uint64_t floor) noexcept { creation_floor_ = floor; }
+    own_time deadline() const noexcept { return held_.t_send + renew_deadline_; }
+    own_time valid_until() const noexcept { return held_.t_send + ttl_; }
+    bool is_held(own_time now) const noexcept { return state_ == lease_state::held && now < deadline(); }
+    std::chrono::nanoseconds remaining(own_time now) const noexcept {
+        return is_held(now) ? deadline() - now : std::chrono::nanoseconds(0);
+    }
+    diagnostics const& last_diagnostics() const noexcept { return diag_; }
+    double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+    // ---- acquire -----------------------------------------------------------
+    lease_action acquire_start(own_time now, bool wait) {
+        // Writes of the previous term still in doubt belong to it: if one lands, the record
+        // reads as ours from an earlier term, and the claim takes token + 1.
+        own_doubts_.clear();
+        ++acquisition_;
+        state_ = lease_state::acquiring;
+        try_once_ = !wait;
+        attempt_ = 0;
+        took_over_ = false;
+        created_ = false;
+        diag_.clear();
+        if (known_ && released_) return claim(now, known_token_ + 1, precondition::matches(known_version_));
+        if (!known_ || absent_) return create(now);
+        return lease_action::read();
+    }
+
+    lease_action acquire_on_write(own_time now, error_code ec, put_result const& r) {
+        late_claim_ = false;
+        if (!ec) return claimed(now, inflight_.token, r.version, inflight_.sent);
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed) {
+            if (r.current) return consider(now, *r.current);
+            return lease_action::read();
+        }
+        if (ec == errc::not_found && inflight_replaces_) {
+            // A replace found the key gone (S3 answers 404): create it instead.
+            known_ = true;
+            absent_ = true;
+            released_ = false;
+            return create(now);
+        }
+        if (outcome_unknown(ec)) pending_ = inflight_;
+        return retry_or_fail(ec, read_next);
+    }
+
+    /// True while an acquisition's claim may have landed unseen (its outcome is unknown).
+    bool claim_in_doubt() const noexcept { return pending_.has_value(); }
+    /// True when the last answer showed this acquisition's claim landed too late to act on, and
+    /// the action returned refreshes it (same token): finishing the claim, not a new one.
+    bool refreshing_late_claim() const noexcept { return late_claim_; }
+    /// True while the current acquisition's own claim may have landed unseen.
+    bool claim_of_this_acquisition_in_doubt() const noexcept {
+        return state_ == lease_state::acquiring && pending_ && pending_->acquisition == acquisition_;
+    }
+
+    lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
+                                 diagnostics const& d) {
+        late_claim_ = false;
+        if (ec) {
+            diag_ = d;
+            return retry_or_fail(ec, read_next);
+        }
+        if (!found) {
+            known_ = true;
+            absent_ = true;
+            released_ = false;
+            return create(now);
+        }
+        return consider(now, *found);
+    }
+
+    lease_action acquire_on_wait(own_time now) {
+        (void)now;
+        return lease_action::read();
+    }
+
+    // ---- renew (while held) -------------------------------------------------
+    // Time to wait before the next renewal.
+    lease_action renew_schedule(own_time now) {
+        attempt_ = 0;
+        next_after_wait_ = write_next; // a scheduled renewal is one conditional write, no read first
+        auto const jitter = 0.8 + 0.2 * uniform();
+        auto const next = held_.t_send + std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                             jitter * static_cast<double>(std::chrono::nanoseconds(renew_interval_).count())));
+        return lease_action::wait(next - now);
+    }
+
+    lease_action renew_on_wait(own_time now) {
+        if (state_ != lease_state::held) return lease_action::none();
+        // Resumed after a pause past the deadline: the lease is gone; writing
+        // now would only disturb the contenders' observation.
+        if (now >= deadline()) return lose();
+        if (next_after_wait_ == read_next) return lease_action::read();
+        return renew_write(now);
+    }
+
+    lease_action renew_on_write(own_time now, error_code ec, put_result const& r) {
+        if (state_ != lease_state::held) {
+            // Lost by deadline while this renewal travelled: the lease stays lost, but the record
+            // may still be ours, and a release can then still mark it for the next holder.
+            if (state_ == lease_state::lost && has_version_) {
+                if (!ec) held_.version = r.version;
+                else if (outcome_unknown(ec)) own_doubts_.in_doubt(inflight_);
+            }
+            return lease_action::none();
+        }
+        if (!ec) return renewed(now, inflight_, r.version);
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed || ec == errc::not_found) {
+            // Refused: the record decides, not the refusal. An earlier attempt of ours may have
+            // landed, or the refusal was spurious (a store or proxy that retried a request that
+            // had landed); a real takeover happens only long after our deadline, so reading
+            // first costs no safety.
+            refused_ = true;
+            if (r.current) return renew_on_read(now, {}, r.current, r.diag);
+            return lease_action::read();
+        }
+        if (outcome_unknown(ec)) {
+            own_doubts_.in_doubt(inflight_);
+            return backoff_renew(ec, read_next);
+        }
+        return backoff_renew(ec, write_next);
+    }
+
+    lease_action renew_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d) {
+        if (state_ != lease_state::held) {
+            lease_body lb;
+            diagnostics ignored;
+            if (state_ == lease_state::lost && has_version_ && !ec && found &&
+                !decode_lease_body(found->body, lb, ignored) && own_doubt(lb.nonce)) {
+                own_doubts_.clear();
+                held_.version = found->version; // our renewal landed after the loss: still ours to mark released
+            }
+            return lease_action::none();
+        }
+        if (ec) {
+            diag_ = d;
+            return backoff_renew(ec, read_next);
+        }
+        if (!found) return lose();
+        lease_body b;
+        if (auto dec = decode_lease_body(found->body, b, diag_)) return lose();
+        if (auto landed = own_doubt(b.nonce)) return renewed(now, *landed, found->version);
+        if (now >= deadline()) return lose(); // too late to write: it would only delay the contenders
+        if (found->version == held_.version) {
+            // Unchanged: none landed (yet), or the store refused a write that held. Send again,
+            // after a pause when it was refused.
+            if (std::exchange(refused_, false)) return backoff_renew(errc::precondition_failed, write_next);
+            return renew_write(now);
+        }
+        return lose();
+    }
+
+    // The renew deadline passed without a successful renewal.
+    void on_deadline(own_time now) {
+        if (state_ == lease_state::held && now >= deadline()) (void)lose();
+    }
+
+    // ---- release -----------------------------------------------------------
+    // Whether there is a record of ours to mark released (held now, or held
+    // until it was lost: writing the marker lets others take over at once).
+    bool can_release() const noexcept { return has_version_ && (state_ == lease_state::held || state_ == lease_state::lost); }
+
+    lease_action release_start(own_time now) {
+        state_ = lease_state::releasing;
+        attempt_ = 0;
+        refused_ = false;
+        release_refusals_ = 0;
+        diag_.clear();
+        return release_write(now);
+    }
+
+    lease_action release_on_write(own_time now, error_code ec, put_result const& r) {
+        (void)now;
+        if (!ec) return released(r.version);
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed || ec == errc::not_found) {
+            // As for renewals, the record decides: a write of ours in doubt may have landed, or the refusal was spurious.
+            refused_ = true;
+            if (r.current) return release_on_read(now, {}, r.current, r.diag);
+            next_after_wait_ = read_next;
+            return lease_action::read();
+        }
+        if (outcome_unknown(ec)) own_doubts_.in_doubt(inflight_);
+        return backoff_release(ec, outcome_unknown(ec) ? read_next : write_next);
+    }
+
+    lease_action release_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d) {
+        if (ec) {
+            diag_ = d;
+            return backoff_release(ec, read_next);
+        }
+        if (!found) return release_failed(errc::lease_lost);
+        lease_body b;
+        if (decode_lease_body(found->body, b, diag_)) return release_failed(errc::lease_lost);
+        if (auto landed = own_doubt(b.nonce)) {
+            if (b.released) return released(found->version);
+            // A renewal of ours landed: the record is still ours, under a newer version.
+            own_doubts_.clear();
+            held_.version = found->version;
+            return release_write(now);
+        }
+        if (found->version == held_.version) {
+            if (std::exchange(refused_, false) && ++release_refusals_ >= 3) {
+                diag_.message = "the store refused the released marker three times while the record stayed "
+                                "unchanged: it does not honour preconditions as it should";
+                return release_failed(errc::precondition_failed);
+            }
+            return release_write(now);
+        }
+        // A contender's record while we are still valid: only our released marker can have let it
+        // in (a takeover needs ttl x skew of unchanged version). A release in doubt landed.
+        if (b.token > held_.token && now < valid_until() &&
+            own_doubts_.any([](attempt_record const& a) { return a.release; }))
+            return released_by_contender();
+        return release_failed(errc::lease_lost);
+    }
+
+    lease_action release_on_wait(own_time now) {
+        if (next_after_wait_ == read_next) return lease_action::read();
+        return release_write(now);
+    }
+
+    // The driver gave up on an acquisition (cancelled or timed out) between steps.
+    void abandon_acquire() {
+        if (state_ == lease_state::acquiring) state_ = lease_state::idle;
+    }
+
+    // ttl x skew, saturated: a window too long (or not a number) to represent waits "forever", never wraps
+    // around to one already elapsed. Validated options never come near the cap (24 h x 1000).
+    static std::chrono::nanoseconds takeover_window(std::chrono::milliseconds ttl, double skew) {
+        constexpr double cap = 1e18; // ~31 years of nanoseconds, below INT64_MAX
+        double const ns = static_cast<double>(std::chrono::nanoseconds(ttl).count()) * skew;
+        if (!(ns < cap)) return std::chrono::nanoseconds(static_cast<std::int64_t>(cap));
+        return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+    }
+
+    // A record read by anyone (status, elections): decode for display.
+    static error_code describe(record const& r, lease_info& info, diagnostics& d) {
+        lease_body b;
+        if (auto ec = decode_lease_body(r.body, b, d)) return ec;
+        info.owner = std::move(b.owner);
+        info.value = std::move(b.value);
+        info.fencing_token = b.token;
+        info.released = b.released;
+        info.ttl = b.ttl;
+        info.version = r.version;
+        return {};
+    }
+
+private:
+    enum after_wait { read_next, write_next };
+
+    struct attempt_record {
+        std::string nonce;
+        std::uint64_t token = 0;
+        own_time sent{0};
+        std::uint64_t acquisition = 0; // claims: which acquisition sent it
+        bool release = false;          // own writes: a released marker
+        bool creates = false;          // claims: created the record (it was absent)
+    };
+    struct held_record {
+        std::uint64_t token = 0;
+        std::string version;
+        std::string nonce;
+        own_time t_send{0};
+    };
+
+    static std::string hex(std::uint64_t v) {
+        static constexpr char digits[] = "0123456789abcdef";
+        std::string s(16, '0');
+        for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = digits[v & 15];
+        return s;
+    }
+
+    std::string body(std::uint64_t token, std::string const& nonce, bool released) const {
+        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl_);
+    }
+
+    lease_action claim(own_time now, std::uint64_t token, precondition pc) {
+        inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false,
+                                   pc.which() == precondition::kind::absent};
+        inflight_replaces_ = pc.which() == precondition::kind::matches;
+        return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
+    }
+
+    // The record is absent: create it, with a token above every one this object saw and the floor.
+    lease_action create(own_time now) {
+        return claim(now, std::max(max_token_seen_ + 1, creation_floor_), precondition::absent());
+    }
+
+    lease_action claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent) {
+        note_success();
+        created_ = created_ || inflight_.creates;
+        pending_.reset();
+        max_token_seen_ = std::max(max_token_seen_, token);
+        known_ = true;
+        absent_ = false;
+        released_ = false;
+        known_version_ = version;
+        known_token_ = token;
+        if (now >= sent + renew_deadline_) {
+            // It landed, but too late to act on: refresh our own record first.
+            late_claim_ = true;
+            return claim(now, token, precondition::matches(version));
+        }
+        held_ = held_record{token, version, inflight_.nonce, sent};
+        has_version_ = true;
+        state_ = lease_state::held;
+        return lease_action::done();
+    }
+
+    // Decide what to do about the record as it is now.
+    lease_action consider(own_time now, record const& r) {
+        lease_body b;
+        diagnostics d;
+        if (auto ec = decode_lease_body(r.body, b, d)) {
+            diag_ = d;
+            state_ = lease_state::idle;
+            return lease_action::done(ec);
+        }
+        max_token_seen_ = std::max(max_token_seen_, b.token);
+        known_ = true;
+        absent_ = false;
+        released_ = b.released;
+        known_version_ = r.version;
+        known_token_ = b.token;
+        if (pending_ && b.nonce == pending_->nonce) {
+            inflight_ = *pending_;
+            return claimed(now, pending_->token, r.version, pending_->sent);
+        }
+        if (b.released || b.owner == instance_) {
+            // Released, or ours from an earlier term: nobody else can hold it
+            // while this version is current. A new term gets a new token.
+            attempt_ = 0;
+            return claim(now, b.token + 1, precondition::matches(r.version));
+        }
+        if (!observed_ || observed_version_ != r.version) {
+            observed_ = true;
+            observed_version_ = r.version;
+            observed_since_ = now; // the response of the first read of this version
+            observed_ttl_ = b.ttl;
+        }
+        auto const window = takeover_window(observed_ttl_, opts_.max_clock_rate_skew);
+        auto const elapsed = now - observed_since_;
+        if (elapsed >= window) {
+            took_over_ = true;
+            return claim(now, b.token + 1, precondition::matches(r.version));
+        }
+        if (try_once_) {
+            state_ = lease_state::idle;
+            return lease_action::done(errc::held_by_other);
+        }
+        attempt_ = 0;
+        next_after_wait_ = read_next;
+        return lease_action::wait(std::min<std::chrono::nanoseconds>(poll_delay(), window - elapsed));
+    }
+
+    std::chrono::nanoseconds poll_delay() {
+        auto const poll = std::chrono::nanoseconds(opts_.poll_interval);
+        return std::chrono::nanoseconds(static_cast<std::int64_t>((0.5 + 0.5 * uniform()) * static_cast<double>(poll.count())));
+    }
+
+    // Acquire-side failure handling: retry per policy; waiting acquisitions
+    // keep going at the poll interval while errors are transient.
+    lease_action retry_or_fail(error_code ec, after_wait next) {
+        ++attempt_;
+        next_after_wait_ = next;
+        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
+        if (d.retry) return lease_action::wait(d.delay);
+        if (!is_retryable(ec)) { // a missing bucket or table, auth, bad input: final
+            state_ = lease_state::idle;
+            return lease_action::done(ec);
+        }
+        if (try_once_) {
+            // Bounded by the policy, even with its own claim in doubt: the claim stays known, and
+            // the next acquisition adopts it if it landed.
+            state_ = lease_state::idle;
+            return lease_action::done(ec);
+        }
+        attempt_ = 0;
+        return lease_action::wait(poll_delay());
+    }
+
+    // Rewrites our own record (same token, fresh nonce) under its current version.
+    lease_action rewrite_own(own_time now, bool released) {
+        inflight_ = attempt_record{make_nonce(rng_), held_.token, now, 0, released};
+        return lease_action::write(body(held_.token, inflight_.nonce, released), precondition::matches(held_.version));
+    }
+    lease_action renew_write(own_time now) { return rewrite_own(now, false); }
+
+    // Renewals never give up before the deadline: the policy spaces attempts
+    // within a round; between rounds, a quarter renew interval.
+    lease_action backoff_renew(error_code ec, after_wait next) {
+        ++attempt_;
+        next_after_wait_ = next;
+        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
+        if (d.retry) return lease_action::wait(d.delay);
+        attempt_ = 0;
+        return lease_action::wait(std::chrono::nanoseconds(renew_interval_) / 4);
+    }
+
+    // This term's writes in doubt stay known until the next acquisition clears them: a release
+    // after the loss may still find one landed. They never pass for a claim (see acquire_start).
+    lease_action lose() {
+        state_ = lease_state::lost;
+        return lease_action::done(errc::lease_lost);
+    }
+
+    // A renewal confirmed, directly or by reading back its nonce: the lease is valid from when it was sent.
+    lease_action renewed(own_time now, attempt_record const& a, std::string const& version) {
+        held_.version = version;
+        held_.t_send = a.sent;
+        held_.nonce = a.nonce;
+        refused_ = false;
+        // Every other attempt of this round was conditional on the version just replaced: none can land now.
+        own_doubts_.clear();
+        note_success();
+        return renew_schedule(now);
+    }
+
+    // The attempt of this term in doubt that wrote `nonce`, if any.
+    std::optional<attempt_record> own_doubt(std::string const& nonce) const { return own_doubts_.landed(nonce); }
+
+    lease_action release_write(own_time now) { return rewrite_own(now, true); }
+
+    lease_action backoff_release(error_code ec, after_wait next) {
+        ++attempt_;
+        next_after_wait_ = next;
+        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
+        if (d.retry) return lease_action::wait(d.delay);
+        return release_failed(ec);
+    }
+
+    lease_action released(std::string const& version) {
+        note_success();
+        own_doubts_.clear();
+        state_ = lease_state::released;
+        known_ = true;
+        absent_ = false;
+        released_ = true;
+        known_version_ = version;
+        known_token_ = held_.token;
+        has_version_ = false;
+        return lease_action::done();
+    }
+
+    // Our marker landed and a contender already took the lease through it: released, and the
+    // record is not ours any more.
+    lease_action released_by_contender() {
+        note_success();
+        own_doubts_.clear();
+        state_ = lease_state::released;
+        known_ = false;
+        has_version_ = false;
+        return lease_action::done();
+    }
+
+    lease_action release_failed(error_code ec) {
+        own_doubts_.clear();
+        state_ = lease_state::lost;
+        has_version_ = false;
+        known_ = false;
+        return lease_action::done(ec);
+    }
+
+    void note_success() {
+        hooks_.on_success(hooks_.ctx, attempt_ + 1);
+        attempt_ = 0;
+    }
+
+    lease_options opts_;
+    splitmix64 rng_;
+    retry_hooks hooks_;
+    std::chrono::milliseconds ttl_{}, renew_interval_{}, renew_deadline_{};
+    std::string instance_;
+
+    lease_state state_ = lease_state::idle;
+    held_record held_;
+    bool has_version_ = false;
+    bool took_over_ = false;
+    bool late_claim_ = false;          // the last answer found our claim landed too late: refreshing it
+    bool created_ = false;             // the last acquisition created the record
+    bool refused_ = false;             // the last renewal or release write was refused (412, 404): read to confirm
+    unsigned release_refusals_ = 0;    // refusals of this release while the record stayed ours
+    std::uint64_t creation_floor_ = 0; // the least token a created record starts at
+    bool try_once_ = false;
+    unsigned attempt_ = 0;
+    after_wait next_after_wait_ = read_next;
+
+    attempt_record inflight_;
+    bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
+    std::optional<attempt_record> pending_;  // an acquisition's claim whose outcome is unknown
+    settlement_ledger<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
+
+    // What this participant last knew of the record.
+    bool known_ = false, absent_ = false, released_ = false;
+    std::string known_version_;
+    std::uint64_t known_token_ = 0;
+    std::uint64_t max_token_seen_ = 0;
+    std::uint64_t acquisition_ = 0; // acquisitions started, to tell this one's claims from earlier ones
+
+    // The observation that times a takeover.
+    bool observed_ = false;
+    std::string observed_version_;
+    own_time observed_since_{0};
+    std::chrono::milliseconds observed_ttl_{0};
+
+    diagnostics diag_;
+};
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,311 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_FENCED_HPP
+#define BATON_RECIPE_FENCED_HPP
+
+/** @file
+    Layer: recipes. `basic_fenced`: writes that the store itself refuses when their fencing
+    token is stale.
+
+    A lease's fencing token is only as good as the place that checks it.
+    Here the target record keeps the highest token it has accepted, and a
+    write carrying a lower one is refused by the store's own conditional
+    write (`errc::fenced`), so a holder that was paused past its lease and
+    taken over cannot overwrite its successor's work, whatever it believes.
+    Equal tokens are accepted: one holder writes as often as it likes.
+
+    Cost: one request when this object already knows the key's version (its
+    last read or write of the key), or on a store with a fenced-write hook
+    (DynamoDB: a condition on the token it keeps, `fenced_put_hook`); a read
+    plus a conditional write otherwise. An ambiguous answer (timeout, 5xx, S3 409, throttled, a
+    cancellation after sending) is settled by reading the record back and
+    looking for the write's nonce before anything is retried or reported.
+*/
+
+#include <baton/core/clock.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/recipe/detail/envelope.hpp>
+#include <baton/recipe/detail/fenced_machine.hpp>
+#include <baton/core/error.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/store/record_store.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+
+namespace baton {
+
+/** A Backend with a fenced-write hook: one conditional write that the store itself checks
+    against the fencing token it keeps (`dynamodb_backend`). `b.async_put_fenced(key, body,
+    token, known_version, h)`, completion `void(error_code, put_result)`: applied when the key
+    is absent, its stored token is below `token`, or it is still `known_version` (when given)
+    with a stored token of at most `token`; `precondition_failed` otherwise. `basic_fenced`
+    uses it when present (detected at compile time): a first write costs one request.
+*/
+template <class B>
+concept fenced_put_hook = requires(B& b, std::string s, std::uint64_t t, std::optional<std::string> v,
+                                   detail::archetype_handler<void(error_code, put_result)> h) {
+    b.async_put_fenced(s, s, t, v, std::move(h));
+};
+
+/// A fenced record as read: its value, the highest token it accepted, and its store version.
+struct fenced_value {
+    /// The value of the last accepted write.
+    std::string value;
+    /// The token of that write: the highest this key has accepted.
+    std::uint64_t token = 0;
+    /// The store's version of the record (opaque).
+    std::string version;
+};
+
+/// What a fenced write reports.
+struct fenced_write_result {
+    /// The record's new version, on success.
+    std::string version;
+    /// On `errc::fenced`: the token the record had accepted, above the write's.
+    std::uint64_t winning_token = 0;
+    /// Requests sent (reads included).
+    unsigned requests = 0;
+    /// True when the write's answer was lost or ambiguous and reading the record back showed it had landed.
+    bool settled_by_read = false;
+    /// What the store (or baton) said, on failure.
+    diagnostics diag;
+};
+
+/** Fenced writes and reads on any record store.
+
+    @tparam Backend a `record_store` (memory, file, S3, DynamoDB, or a wrapper).
+    @tparam Clock the Clock policy that backoff waits run on (the sim kit's for simulations).
+    @tparam RetryPolicy spaces retries of transient failures; copies share a budget.
+
+    A `basic_fenced` is a cheap handle: copies share one cache of the
+    versions last seen per key (at most `max_cached_keys`; it only saves a
+    read). Operations on different keys, or on the same key, may run
+    concurrently: the store arbitrates.
+
+    @par Thread safety
+    Distinct objects: safe. Shared objects: safe when every operation runs
+    on one strand or thread; the version cache is locked.
+*/
+template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry>
+class basic_fenced {
+    struct state;
+
+public:
+    /// The executor that backoff timers and, by default, completions run on.
+    using executor_type = boost::asio::any_io_executor;
+    /// The record store.
+    using backend_type = Backend;
+
+    /// Keys whose version is remembered (beyond it the cache starts over).
+    static constexpr std::size_t max_cached_keys = 4096;
+
+    /// Writes and reads through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
+    /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
+             std::optional<std::uint64_t> random_seed = std::nullopt)
+        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
+                                      random_seed ? *random_seed : std::random_device{}())) {}
+
+    /// The executor.
+    executor_type get_executor() const noexcept { return st_->ex; }
+    /// The record store.
+    Backend& backend() noexcept { return st_->backend; }
+
+    /** Writes `value` to `key` with fencing token `token`.
+
+        Refused with `errc::fenced` when the record has accepted a higher
+        token (`fenced_write_result::winning_token` names it); accepted when
+        the record is absent or its token is at most `token`.
+
+        @par Handler signature
+        `void(error_code, fenced_write_result)`. Errors: `errc::fenced`;
+        `errc::foreign_record` (the key holds something this recipe did not
+        write; nothing is overwritten); `errc::precondition_failed` (the
+        record changed under 64 attempts in a row); `errc::unknown_outcome`
+        (a write may have landed and every read back failed); store errors
+        (`invalid_argument` for a bad key or an oversized value, auth,
+        `not_found` for a missing bucket or table, transient ones once the
+        retry policy gives up).
+
+        @par Per-Operation Cancellation
+        Terminal: no further write is sent. A write already sent is settled
+        first by one read that is not cancelled: if it landed the operation
+        succeeds, otherwise it completes with `operation_aborted`. (A request
+        still delayed in the network can land after that read, as after any
+        failure, if the record has not changed meanwhile; fencing holds all
+        the same: it is conditional on a version whose token is not above
+        its own.)
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_write(std::string key, std::string value, std::uint64_t token, Token&& tok = {}) {
+        return boost::asio::async_compose<Token, void(error_code, fenced_write_result)>(
+            write_op{st_, std::move(key), std::move(value), token, nullptr, nullptr}, tok, st_->ex);
+    }
+
+    /** Reads `key`.
+
+        @par Handler signature
+        `void(error_code, std::optional<fenced_value>)`: empty when the key
+        is absent. `errc::foreign_record` when it holds something else.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_read(std::string key, Token&& tok = {}) {
+        return boost::asio::async_compose<Token, void(error_code, std::optional<fenced_value>)>(
+            read_op{st_, std::move(key)}, tok, st_->ex);
+    }
+
+    /// Forgets the cached version of `key` (the next write reads first).
+    void forget(std::string const& key) { st_->forget(key); }
+
+private:
+    struct state {
+        using timer_clock = typename Clock::timer_clock;
+        using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
+
+        state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed)
+            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed) {}
+
+        std::optional<detail::fenced_seen> cached(std::string const& key) const { return versions.find(key); }
+        void remember(std::string const& key, std::optional<detail::fenced_seen> const& v) { versions.remember(key, v); }
+        void forget(std::string const& key) { versions.forget(key); }
+
+        executor_type ex;
+        Backend backend;
+        RetryPolicy retry;
+        Clock clock;
+        std::mt19937_64 rng;
+        detail::version_cache<detail::fenced_seen> versions{max_cached_keys};
+    };
+
+    using machine = detail::fenced_write_machine<RetryPolicy, std::mt19937_64>;
+
+    struct write_op {
+        std::shared_ptr<state> st;
+        std::string key;
+        std::string value;
+        std::uint64_t token;
+        std::unique_ptr<machine> m;
+        std::unique_ptr<typename state::timer> timer;
+
+        template <class Self>
+        void operator()(Self& self) {
+            self.reset_cancellation_state(boost::asio::enable_terminal_cancellation());
+            m = std::make_unique<machine>(std::move(value), token, st->cached(key), st->retry, st->rng, fenced_put_hook<Backend>);
+            step(self, m->start());
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, put_result r) { step(self, m->on_put(unasked_abort(self, ec), r)); }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            if (!ec && r.found) r.found->key = key;
+            step(self, m->on_get(unasked_abort(self, ec), r));
+        }
+
+        // A backend that reports operation_aborted although this operation was not cancelled
+        // (a wrapper's own cancellation, say): the request's fate is unknown, not abandoned.
+        template <class Self>
+        static error_code unasked_abort(Self& self, error_code ec) {
+            if (ec == boost::asio::error::operation_aborted && !cancelled(self)) return errc::unknown_outcome;
+            return ec;
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec) { // a backoff wait ended
+            if (ec || cancelled(self)) return step(self, m->on_cancel());
+            step(self, m->on_wait());
+        }
+
+        template <class Self>
+        static bool cancelled(Self& self) {
+            return self.cancelled() != boost::asio::cancellation_type::none;
+        }
+
+        template <class Self>
+        void step(Self& self, detail::fenced_action a) {
+            using t = detail::fenced_action::type;
+            if (a.what != t::done && a.what != t::read && cancelled(self) && !m->stopping()) a = m->on_cancel();
+            // `self` holds this op: copy what the call needs before moving it.
+            std::string k = key;
+            auto& backend = st->backend;
+            switch (a.what) {
+            case t::read:
+                if (m->stopping()) // the settling read is not cancelled: it decides what the caller is told
+                    return backend.async_get(std::move(k), boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), std::move(self)));
+                return backend.async_get(std::move(k), std::move(self));
+            case t::write:
+                if constexpr (fenced_put_hook<Backend>) {
+                    if (a.hooked) {
+                        std::optional<std::string> known;
+                        if (a.pc.which() == precondition::kind::matches) known = a.pc.version();
+                        std::uint64_t const tok = token;
+                        return backend.async_put_fenced(std::move(k), std::move(a.body), tok, std::move(known), std::move(self));
+                    }
+                }
+                return backend.async_put(std::move(k), std::move(a.body), std::move(a.pc), std::move(self));
+            case t::wait:
+                if (!timer) timer = std::make_unique<typename state::timer>(st->ex);
+                timer->expires_at(st->clock.timer_expiry(a.delay));
+                return timer->async_wait(std::move(self));
+            case t::done:
+                break;
+            }
+            st->remember(key, m->last_seen());
+            fenced_write_result res;
+            res.version = m->version();
+            res.winning_token = m->winning_token();
+            res.requests = m->requests();
+            res.settled_by_read = m->settled_by_read();
+            if (a.ec) res.diag = m->diag();
+            auto ec = a.ec;
+            m.reset();
+            timer.reset();
+            self.complete(ec, std::move(res));
+        }
+    };
+
+    struct read_op {
+        std::shared_ptr<state> st;
+        std::string key;
+
+        template <class Self>
+        void operator()(Self& self) {
+            std::string k = key; // `self` holds this op
+            auto& backend = st->backend;
+            backend.async_get(std::move(k), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            if (ec) return self.complete(ec, std::optional<fenced_value>{});
+            if (!r.found) {
+                st->forget(key);
+                return self.complete(error_code{}, std::optional<fenced_value>{});
+            }
+            detail::fenced_body b;
+            diagnostics d;
+            if (auto dec = detail::decode_fenced(r.found->body, b, d)) {
+                st->forget(key);
+                return self.complete(dec, std::optional<fenced_value>{});
+            }
+            st->remember(key, detail::fenced_seen{r.found->version, b.token});
+            self.complete(error_code{}, std::optional<fenced_value>(fenced_value{std::move(b.value), b.token, r.found->version}));
+        }
+    };
+
+    std::shared_ptr<state> st_;
+};
+
+} // namespace baton
+
+#endif

@@ -1,0 +1,543 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_KV_HPP
+#define BATON_RECIPE_KV_HPP
+
+/** @file
+    Layer: recipes. `basic_kv`: a versioned key-value store with optimistic concurrency on
+    any record store (DESIGN §12).
+
+    Every key has a logical version, a `u64` that each write raises by one.
+    Writes carry a condition (none, absent, or a version) that the store's
+    own conditional write enforces. An erase leaves a tombstone, so versions
+    keep rising across delete and re-create and a writer holding a version
+    from before the erase can never bring the key back.
+
+    Cost, in requests: `get` 1; `put` and `erase` 1 when this object's last
+    read or write of the key lets it name the version to replace (a put with
+    `version(v)` after reading v, a put with `absent` of a new key, a second
+    unconditional put of this object), otherwise a read plus a write;
+    `update` a read plus a write, one more of each per concurrent writer that
+    got in first; `list` 1 per page plus one read per key. An ambiguous answer
+    (timeout, 5xx, S3's 409, throttled, a cancellation after sending) is
+    settled by reading the record back and looking for the write's nonce
+    before anything is retried or reported: an update is never applied twice
+    and never reported lost when it landed.
+
+    Record format (readable with `cat`): `baton-kv 1 <version> <nonce>\n`
+    followed by the value's bytes, or `baton-kv 1 <version> <nonce> tombstone\n`.
+    Tombstones are never removed by this recipe (removing one would let
+    versions restart); a key's history costs one small record after erase.
+*/
+
+#include <baton/core/clock.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/recipe/detail/envelope.hpp>
+#include <baton/recipe/detail/kv_machine.hpp>
+#include <baton/core/error.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/store/record_store.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace baton {
+
+/** The condition a kv write holds to: applied only if it holds when the store writes.
+
+    A condition may also carry a fencing token (`with_fence`): the key keeps
+    the highest token a write carried, and a write with a lower one is
+    refused by the store's conditional write (`errc::fenced`), so a lease
+    holder that was taken over cannot overwrite its successor's writes.
+    Writes without a token keep the key's fence as it is.
+*/
+class kv_condition {
+public:
+    /// Which condition.
+    enum class kind {
+        none,    ///< unconditional
+        absent,  ///< the key has no value (never written, or erased); put only
+        version, ///< the key's value has version `version()`
+    };
+
+    /// Unconditional.
+    static kv_condition none() noexcept { return kv_condition{kind::none, 0}; }
+    /// Only if the key has no value.
+    static kv_condition absent() noexcept { return kv_condition{kind::absent, 0}; }
+    /// Only if the key's value has version `v` (versions start at 1).
+    static kv_condition version(std::uint64_t v) noexcept { return kv_condition{kind::version, v}; }
+
+    /// This condition, and also: refused when the key accepted a fencing token above `token`.
+    kv_condition with_fence(std::uint64_t token) const noexcept {
+        kv_condition c = *this;
+        c.fence_ = token;
+        return c;
+    }
+
+    /// Which condition this is.
+    kind which() const noexcept { return kind_; }
+    /// The version named by `version(v)`; 0 otherwise.
+    std::uint64_t version() const noexcept { return version_; }
+    /// The fencing token the write carries, if any.
+    std::optional<std::uint64_t> fence() const noexcept { return fence_; }
+
+    /// Two conditions are equal when they name the same condition and token.
+    friend bool operator==(kv_condition const&, kv_condition const&) = default;
+
+private:
+    kv_condition(kind k, std::uint64_t v) noexcept : kind_(k), version_(v) {}
+    kind kind_;
+    std::uint64_t version_;
+    std::optional<std::uint64_t> fence_;
+};
+
+/// A value as read, with its logical version.
+struct kv_entry {
+    /// The value's bytes.
+    std::string value;
+    /// Its version: 1 for the first write of a key, one more for each write after (erases included).
+    std::uint64_t version = 0;
+    /// The highest fencing token a write to the key carried (0: none).
+    std::uint64_t fence = 0;
+};
+
+/// What a kv write (`put`, `erase`, `update`) reports.
+struct kv_write_result {
+    /// On success: the version written (for an erase, the tombstone's), or, when nothing needed
+    /// writing (an erase of a missing key, an update that changed nothing), the current one (0: no value).
+    std::uint64_t version = 0;
+    /// True when this call wrote the record.
+    bool written = false;
+    /// On `errc::precondition_failed` from a condition: the version the key has (0: no value).
+    std::uint64_t current_version = 0;
+    /// On `errc::fenced`: the token the key had accepted, above the write's.
+    std::uint64_t winning_token = 0;
+    /// Requests sent (reads included).
+    unsigned requests = 0;
+    /// True when the write's answer was lost or ambiguous and reading the record back showed it had landed.
+    bool settled_by_read = false;
+    /// What the store (or baton) said, on failure.
+    diagnostics diag;
+};
+
+/// One key of a kv listing, with its value.
+struct kv_list_entry {
+    /// The key.
+    std::string key;
+    /// Its value and version.
+    kv_entry entry;
+};
+
+/// A page of a kv listing: the keys that have a value, in key order.
+struct kv_list_page {
+    /// Keys with values in this page, ascending (erased keys are left out).
+    std::vector<kv_list_entry> entries;
+    /// True when more keys may follow: list again with `after` = `next_after`.
+    bool truncated = false;
+    /// Where the next page starts (the last key this page looked at, erased or not).
+    std::string next_after;
+    /// What the store said, on failure.
+    diagnostics diag;
+};
+
+/** A versioned key-value store on any record store.
+
+    @tparam Backend a `record_store` (memory, file, S3, DynamoDB, or a wrapper).
+    @tparam Clock the Clock policy that backoff waits run on (the sim kit's for simulations).
+    @tparam RetryPolicy spaces retries of transient failures; copies share a budget.
+
+    A `basic_kv` is a cheap handle: copies share one cache of the versions
+    last seen per key (at most `max_cached_keys`; it only saves a read, and a
+    stale entry costs one refused write and a read, never a wrong answer).
+    Any number of operations may run at once, on the same key or not: the
+    store arbitrates.
+
+    @par Thread safety
+    Distinct objects: safe. Shared objects: safe when every operation runs
+    on one strand or thread; the version cache is locked.
+*/
+template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry>
+class basic_kv {
+    struct state;
+
+public:
+    /// The executor that backoff timers and, by default, completions run on.
+    using executor_type = boost::asio::any_io_executor;
+    /// The record store.
+    using backend_type = Backend;
+
+    /// Keys whose version is remembered (beyond it the cache starts over).
+    static constexpr std::size_t max_cached_keys = 4096;
+    /// Rounds of contention a `put` without condition or an `update` rides out before `precondition_failed`.
+    static constexpr unsigned max_contention_rounds = detail::kv_write_machine<RetryPolicy, std::mt19937_64>::max_contention_rounds;
+
+    /// Reads and writes through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
+    /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
+             std::optional<std::uint64_t> random_seed = std::nullopt)
+        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
+                                      random_seed ? *random_seed : std::random_device{}())) {}
+
+    /// The executor.
+    executor_type get_executor() const noexcept { return st_->ex; }
+    /// The record store.
+    Backend& backend() noexcept { return st_->backend; }
+
+    /** Reads `key`.
+
+        @par Handler signature
+        `void(error_code, std::optional<kv_entry>)`: empty when the key has no
+        value (never written, or erased). `errc::foreign_record` when the key
+        holds something this recipe did not write.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_get(std::string key, Token&& tok = {}) {
+        return boost::asio::async_compose<Token, void(error_code, std::optional<kv_entry>)>(
+            get_op{st_, std::move(key)}, tok, st_->ex);
+    }
+
+    /** Writes `value` to `key` if `cond` holds.
+
+        @par Handler signature
+        `void(error_code, kv_write_result)`. Errors:
+        `errc::precondition_failed` (the condition does not hold:
+        `current_version` tells what the key has; or, with `none`, the record
+        changed under `max_contention_rounds` writes in a row);
+        `errc::fenced` (the condition's fencing token is below one the key
+        accepted: `winning_token` names it); `errc::foreign_record` (nothing
+        is overwritten); `errc::unknown_outcome`
+        (a write may have landed and reading back failed, or it may still land);
+        `errc::invalid_argument` (`version(0)`, a bad key, a value over the
+        store's limit: nothing is written); store errors once the retry policy
+        gives up.
+
+        @par Per-Operation Cancellation
+        Terminal: no further write is sent. A write already sent is settled
+        first by one read that is not cancelled: if it landed the operation
+        succeeds, otherwise it completes with `operation_aborted` (a request
+        still delayed in the network can land after that read if the record
+        has not changed meanwhile: the key then has this value, under the
+        version this call would have reported).
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_put(std::string key, std::string value, kv_condition cond = kv_condition::none(), Token&& tok = {}) {
+        return start_write(detail::kv_op::put, std::move(key), std::move(value), cond, no_update{}, std::forward<Token>(tok));
+    }
+
+    /** Erases `key` if `cond` (`none` or `version(v)`, with or without a fence) holds, leaving a tombstone.
+
+        An erase of a key without value succeeds without writing (`written`
+        false). Errors and cancellation as `async_put`; `absent` is
+        `errc::invalid_argument`.
+
+        @par Handler signature
+        `void(error_code, kv_write_result)`.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_erase(std::string key, kv_condition cond = kv_condition::none(), Token&& tok = {}) {
+        return start_write(detail::kv_op::erase, std::move(key), std::string(), cond, no_update{}, std::forward<Token>(tok));
+    }
+
+    /** Read-modify-write: reads `key`, calls `fn` with its value, writes what `fn` returns
+        if the key has not changed meanwhile, and starts over if it has.
+
+        `fn` is called as `std::optional<std::string>(std::optional<kv_entry> const&)`,
+        with the current value (empty when the key has none), on this
+        operation's executor, once per round; it returns the new value, or
+        nothing to leave the key as it is. `cond` is `none`, with or without
+        a fencing token (`errc::invalid_argument` otherwise). It may run several times and
+        must not assume that the value it returns is written until the
+        operation succeeds. Under contention, rounds after the second wait
+        a jittered, doubling pause (at most 1 s); after
+        `max_contention_rounds` the operation fails with
+        `errc::precondition_failed`.
+
+        @par Handler signature
+        `void(error_code, kv_write_result)`. Errors and cancellation as `async_put`.
+    */
+    template <class Fn, class Token = boost::asio::deferred_t>
+        requires std::invocable<Fn&, std::optional<kv_entry> const&> &&
+                 std::convertible_to<std::invoke_result_t<Fn&, std::optional<kv_entry> const&>, std::optional<std::string>>
+    auto async_update(std::string key, Fn fn, kv_condition cond, Token&& tok = {}) {
+        return start_write(detail::kv_op::update, std::move(key), std::string(), cond, std::move(fn), std::forward<Token>(tok));
+    }
+
+    /// `async_update(key, fn, kv_condition::none(), tok)`.
+    template <class Fn, class Token = boost::asio::deferred_t>
+        requires(!std::same_as<std::decay_t<Token>, kv_condition>) && std::invocable<Fn&, std::optional<kv_entry> const&> &&
+                std::convertible_to<std::invoke_result_t<Fn&, std::optional<kv_entry> const&>, std::optional<std::string>>
+    auto async_update(std::string key, Fn fn, Token&& tok = {}) {
+        return start_write(detail::kv_op::update, std::move(key), std::string(), kv_condition::none(), std::move(fn),
+                           std::forward<Token>(tok));
+    }
+
+    /** Lists the keys starting with `prefix` that have a value, strictly after `after`,
+        with their values: one listing request of at most `limit` keys, then one read per key.
+
+        @par Handler signature
+        `void(error_code, kv_list_page)`. `errc::foreign_record` when a key
+        under `prefix` holds something this recipe did not write (the
+        diagnostics name it).
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_list(std::string prefix, std::string after = {}, std::size_t limit = 1000, Token&& tok = {}) {
+        return boost::asio::async_compose<Token, void(error_code, kv_list_page)>(
+            list_op{st_, std::move(prefix), std::move(after), limit, {}, {}, 0}, tok, st_->ex);
+    }
+
+    /// Forgets the cached version of `key` (the next conditional write reads first).
+    void forget(std::string const& key) { st_->versions.forget(key); }
+
+private:
+    struct no_update {
+        std::optional<std::string> operator()(std::optional<kv_entry> const&) const { return std::nullopt; }
+    };
+
+    struct state {
+        using timer_clock = typename Clock::timer_clock;
+        using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
+
+        state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed)
+            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed) {}
+
+        executor_type ex;
+        Backend backend;
+        RetryPolicy retry;
+        Clock clock;
+        std::mt19937_64 rng;
+        detail::version_cache<detail::kv_seen> versions{max_cached_keys};
+    };
+
+    using machine = detail::kv_write_machine<RetryPolicy, std::mt19937_64>;
+
+    template <class Fn, class Token>
+    auto start_write(detail::kv_op op, std::string key, std::string value, kv_condition cond, Fn fn, Token&& tok) {
+        detail::kv_expect e;
+        e.which = cond.which() == kv_condition::kind::none     ? detail::kv_expect::kind::none
+                  : cond.which() == kv_condition::kind::absent ? detail::kv_expect::kind::absent
+                                                               : detail::kv_expect::kind::version;
+        e.version = cond.version();
+        e.fence = cond.fence();
+        return boost::asio::async_compose<Token, void(error_code, kv_write_result)>(
+            write_op<Fn>{st_, op, std::move(key), std::move(value), e, std::move(fn), nullptr, nullptr}, tok, st_->ex);
+    }
+
+    template <class Fn>
+    struct write_op {
+        std::shared_ptr<state> st;
+        detail::kv_op op;
+        std::string key;
+        std::string value;
+        detail::kv_expect expect;
+        Fn fn;
+        std::unique_ptr<machine> m;
+        std::unique_ptr<typename state::timer> timer;
+
+        template <class Self>
+        void operator()(Self& self) {
+            self.reset_cancellation_state(boost::asio::enable_terminal_cancellation());
+            if (op == detail::kv_op::erase && expect.which == detail::kv_expect::kind::absent) {
+                kv_write_result r;
+                r.diag.message = "an erase takes no 'absent' condition (none or version(v))";
+                return self.complete(errc::invalid_argument, std::move(r));
+            }
+            if (op == detail::kv_op::update && expect.which != detail::kv_expect::kind::none) {
+                kv_write_result r;
+                r.diag.message = "an update takes no 'absent' or 'version' condition (its function sees the value)";
+                return self.complete(errc::invalid_argument, std::move(r));
+            }
+            m = std::make_unique<machine>(op, std::move(value), expect, st->versions.find(key), st->retry, st->rng);
+            step(self, m->start());
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, put_result r) { step(self, m->on_put(unasked_abort(self, ec), r)); }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            if (!ec && r.found) r.found->key = key;
+            step(self, m->on_get(unasked_abort(self, ec), r));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec) { // a backoff wait ended
+            if (ec || cancelled(self)) return step(self, m->on_cancel());
+            step(self, m->on_wait());
+        }
+
+        // A backend that reports operation_aborted although this operation was not cancelled
+        // (a wrapper's own cancellation, say): the request's fate is unknown, not abandoned.
+        template <class Self>
+        static error_code unasked_abort(Self& self, error_code ec) {
+            if (ec == boost::asio::error::operation_aborted && !cancelled(self)) return errc::unknown_outcome;
+            return ec;
+        }
+        template <class Self>
+        static bool cancelled(Self& self) {
+            return self.cancelled() != boost::asio::cancellation_type::none;
+        }
+
+        template <class Self>
+        void step(Self& self, detail::kv_action a) {
+            using t = detail::kv_action::type;
+            for (;;) {
+                if (a.what != t::done && a.what != t::read && cancelled(self) && !m->stopping()) a = m->on_cancel();
+                if (a.what != t::compute) break;
+                std::optional<kv_entry> current;
+                if (m->current()) current = kv_entry{*m->current(), m->current_version(), m->current_fence()};
+                a = m->on_computed(fn(std::as_const(current)));
+            }
+            // `self` holds this op: copy what the call needs before moving it.
+            std::string k = key;
+            auto& backend = st->backend;
+            switch (a.what) {
+            case t::read:
+                if (m->stopping()) // the settling read is not cancelled: it decides what the caller is told
+                    return backend.async_get(std::move(k), boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), std::move(self)));
+                return backend.async_get(std::move(k), std::move(self));
+            case t::write:
+                return backend.async_put(std::move(k), std::move(a.body), std::move(a.pc), std::move(self));
+            case t::wait:
+                if (!timer) timer = std::make_unique<typename state::timer>(st->ex);
+                timer->expires_at(st->clock.timer_expiry(a.delay));
+                return timer->async_wait(std::move(self));
+            case t::compute:
+            case t::done:
+                break;
+            }
+            st->versions.remember(key, m->last_seen());
+            kv_write_result res;
+            res.version = a.ec ? 0 : m->version();
+            res.written = !a.ec && m->written();
+            if (a.ec == errc::precondition_failed) res.current_version = m->current_version();
+            if (a.ec == errc::fenced) res.winning_token = m->winning_token();
+            res.requests = m->requests();
+            res.settled_by_read = m->settled_by_read();
+            if (a.ec) res.diag = m->diag();
+            auto ec = a.ec;
+            m.reset();
+            timer.reset();
+            self.complete(ec, std::move(res));
+        }
+    };
+
+    // Decodes a kv record: the entry (empty for a tombstone), or foreign_record.
+    static error_code decode(record const& found, std::optional<kv_entry>& out, detail::kv_seen& seen, diagnostics& d) {
+        detail::kv_body b;
+        if (auto ec = detail::decode_kv(found.body, b, d)) {
+            d.message += " (key " + found.key + ")";
+            return ec;
+        }
+        seen = detail::kv_seen{found.version, b.version, b.live, b.fence, b.nonce, b.recent};
+        if (b.live) out = kv_entry{std::move(b.value), b.version, b.fence};
+        return {};
+    }
+
+    struct get_op {
+        std::shared_ptr<state> st;
+        std::string key;
+
+        template <class Self>
+        void operator()(Self& self) {
+            std::string k = key; // `self` holds this op
+            auto& backend = st->backend;
+            backend.async_get(std::move(k), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            std::optional<kv_entry> out;
+            if (ec) return self.complete(ec, std::move(out));
+            if (!r.found) {
+                st->versions.forget(key);
+                return self.complete(error_code{}, std::move(out));
+            }
+            r.found->key = key;
+            detail::kv_seen seen;
+            diagnostics d;
+            if (auto dec = decode(*r.found, out, seen, d)) {
+                st->versions.forget(key);
+                return self.complete(dec, std::optional<kv_entry>{});
+            }
+            st->versions.remember(key, seen);
+            self.complete(error_code{}, std::move(out));
+        }
+    };
+
+    struct list_op {
+        std::shared_ptr<state> st;
+        std::string prefix;
+        std::string after;
+        std::size_t limit;
+        std::vector<list_entry> keys;
+        kv_list_page page;
+        std::size_t next; // index in `keys` of the read in flight
+
+        template <class Self>
+        void operator()(Self& self) {
+            std::string p = prefix, a = after; // `self` holds this op
+            auto& backend = st->backend;
+            backend.async_list(std::move(p), std::move(a), limit, std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, list_page r) {
+            if (ec) {
+                page.diag = std::move(r.diag);
+                return self.complete(ec, std::move(page));
+            }
+            keys = std::move(r.entries);
+            page.truncated = r.truncated;
+            page.next_after = keys.empty() ? after : keys.back().key;
+            next = 0;
+            read_next(self);
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            if (ec) {
+                page.entries.clear();
+                page.diag = std::move(r.diag);
+                return self.complete(ec, std::move(page));
+            }
+            if (r.found) { // absent: erased by a raw delete since the listing; skip it
+                r.found->key = keys[next].key;
+                std::optional<kv_entry> e;
+                detail::kv_seen seen;
+                diagnostics d;
+                if (auto dec = decode(*r.found, e, seen, d)) {
+                    page.entries.clear();
+                    page.diag = std::move(d);
+                    return self.complete(dec, std::move(page));
+                }
+                st->versions.remember(keys[next].key, seen);
+                if (e) page.entries.push_back(kv_list_entry{keys[next].key, std::move(*e)});
+            }
+            ++next;
+            read_next(self);
+        }
+        template <class Self>
+        void read_next(Self& self) {
+            if (next >= keys.size()) return self.complete(error_code{}, std::move(page));
+            std::string k = keys[next].key;
+            auto& backend = st->backend;
+            backend.async_get(std::move(k), std::move(self));
+        }
+    };
+
+    std::shared_ptr<state> st_;
+};
+
+} // namespace baton
+
+#endif

@@ -1,0 +1,716 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_LEASE_HPP
+#define BATON_RECIPE_LEASE_HPP
+
+/** @file
+    Layer: recipes. `basic_lease`: a lease with a fencing token on any record store.
+
+    Acquire waits (or tries once) for the lease, renews it in the background
+    on the user's executor while held, and delivers a loss as a completion
+    of `async_wait_lost` at the renew deadline, before the lease could
+    expire. Release writes a released marker that keeps the fencing token,
+    so the next holder gets a larger one and can take over at once.
+*/
+
+#include <baton/core/clock.hpp>
+#include <baton/core/detail/config.hpp>
+#include <baton/recipe/detail/lease_machine.hpp>
+#include <baton/recipe/detail/pending_op.hpp>
+#include <baton/core/error.hpp>
+#include <baton/recipe/lease_options.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/core/signer.hpp>
+#include <baton/store/record_store.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace baton {
+
+namespace detail {
+// Microseconds since 1970 by the wall clock, and above every floor handed out before in this
+// process (two creations within one microsecond, or a clock stepped back, still get distinct floors).
+inline std::uint64_t wall_clock_token_floor() {
+    static std::atomic<std::uint64_t> last{0};
+    auto const us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+    std::uint64_t want = static_cast<std::uint64_t>(std::max<std::int64_t>(1, us));
+    std::uint64_t seen = last.load(std::memory_order_relaxed);
+    do {
+        want = std::max(want, seen + 1);
+    } while (!last.compare_exchange_weak(seen, want, std::memory_order_relaxed));
+    return want;
+}
+
+/// Tag for constructors that skip validation (tests of the checker only).
+struct unchecked_t {
+    explicit unchecked_t() = default;
+};
+inline constexpr unchecked_t unchecked{};
+} // namespace detail
+
+/** A lease on one key of a record store, with a fencing token.
+
+    @tparam Backend a record store (`memory_backend`, `file_backend`, `s3_backend`, `dynamodb_backend`)
+    @tparam Clock the participant's monotonic clock (`steady_clock`; `sim::manual_clock` in simulations)
+    @tparam RetryPolicy how failed requests are retried (`standard_retry`, `no_retry`)
+    @tparam Signer how the backend authenticates (default `backend_signer`: the backend keeps its own; `aws::sigv4_signer`, `anonymous_signer`)
+
+    @par Time model
+    While held, the lease is valid until `t_send + ttl` on this object's
+    own clock, where `t_send` is when the last successful write was sent.
+    Protected work must stop at the renew deadline (`t_send +
+    renew_deadline`): `async_wait_lost` completes then, with
+    `errc::lease_lost`, unless a renewal succeeded first. A contender takes
+    over a lease whose holder stopped renewing only after seeing the same
+    version for `ttl × max_clock_rate_skew` on its own clock.
+
+    @par Thread safety
+    Distinct objects: safe. Shared objects: unsafe; all calls and completions
+    must be serialized, e.g. by constructing the lease on a strand.
+
+    @par Object lifetimes
+    Destroying a lease abandons it: outstanding operations complete with
+    `operation_aborted`, renewal stops, and the record stays until another
+    contender's wait expires. Call `async_release` first to hand over at once.
+*/
+template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
+          signer_policy Signer = backend_signer>
+class basic_lease {
+    struct impl;
+
+public:
+    /// The executor that renewals and completions run on by default.
+    using executor_type = boost::asio::any_io_executor;
+    /// The record store.
+    using backend_type = Backend;
+    /// The Clock policy.
+    using clock_type = Clock;
+    /// A reading of this participant's clock.
+    using time_point = typename Clock::time_point;
+
+    /** Creates a lease object; nothing is sent until `async_acquire`.
+
+        @throws config_error when `opts` breaks a rule (the message names it).
+    */
+    basic_lease(executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {}, Signer signer = {},
+                Clock clock = {})
+        : impl_(std::make_shared<impl>(std::move(ex), std::move(backend), validated(std::move(opts)), std::move(retry),
+                                       std::move(signer), std::move(clock))) {}
+
+    /** Creates a lease without validating `opts`. Only for proving that the
+        simulation checker catches unsafe settings; never use it otherwise.
+    */
+    basic_lease(detail::unchecked_t, executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {},
+                Signer signer = {}, Clock clock = {})
+        : impl_(std::make_shared<impl>(std::move(ex), std::move(backend), std::move(opts), std::move(retry),
+                                       std::move(signer), std::move(clock))) {}
+
+    basic_lease(basic_lease const&) = delete;
+    basic_lease& operator=(basic_lease const&) = delete;
+    /// Moves the lease; the moved-from object may only be destroyed.
+    basic_lease(basic_lease&&) noexcept = default;
+
+    /// Abandons the lease (see Object lifetimes).
+    ~basic_lease() {
+        if (impl_) impl_->shutdown();
+    }
+
+    /// The executor.
+    executor_type get_executor() const noexcept { return impl_->ex; }
+
+    /** Acquires the lease, waiting as `opts` says.
+
+        Sends one conditional write when the lease is free or was released
+        by this object; otherwise reads, and polls while someone else holds
+        it, taking over only once that holder's record has stayed unchanged
+        for `ttl × max_clock_rate_skew`. Completes at once with success if
+        already held. On success, renewal runs in the background.
+
+        @par Handler signature
+        `void(error_code, lease_grant)`. Errors: `errc::held_by_other`
+        (try-once), `errc::timeout`, `errc::invalid_argument` (a negative
+        timeout), `operation_aborted`, `errc::operation_in_progress`,
+        `errc::foreign_record` (the key holds something else), and store errors
+        that are not transient.
+
+        @par Per-Operation Cancellation
+        All types: stops waiting and completes with `operation_aborted`. A
+        request already sent is allowed to finish, and a claim whose answer
+        was lost is read back once first (the same holds for the timeout); if
+        the claim won the lease, the operation completes successfully instead
+        (the lease is then held; a claim that landed too late to act on is
+        first refreshed, under the same token). No new claim is written after
+        cancellation.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire(acquire_options opts, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, lease_grant)>(
+            [](auto handler, std::shared_ptr<impl> self, acquire_options o) {
+                self->start_acquire(std::move(handler), o);
+            },
+            token, impl_, opts);
+    }
+
+    /// Acquires the lease, waiting without a time limit. @copydetails async_acquire
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire(Token&& token = {}) {
+        return async_acquire(acquire_options{}, std::forward<Token>(token));
+    }
+
+    /// Tries once: fails with `errc::held_by_other` instead of waiting.
+    template <class Token = boost::asio::deferred_t>
+    auto async_try_acquire(Token&& token = {}) {
+        acquire_options o;
+        o.wait = false;
+        return async_acquire(o, std::forward<Token>(token));
+    }
+
+    /** Releases the lease: writes a released marker under the current
+        version, keeping the fencing token. Renewal stops at once and
+        `async_wait_lost` waiters complete with `errc::released`.
+
+        Also works after the lease was lost by deadline, as long as nobody
+        took it over: the marker then lets the next contender in at once.
+
+        @par Handler signature
+        `void(error_code)`. `errc::lease_lost` when someone else had taken
+        over; `errc::not_held` when there is nothing to release.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_release(Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [](auto handler, std::shared_ptr<impl> self) { self->start_release(std::move(handler)); }, token, impl_);
+    }
+
+    /** Completes when the held lease is lost (`errc::lease_lost`, at the
+        renew deadline or when a renewal finds it taken over) or released
+        (`errc::released`). Completes at once with `errc::not_held` when the
+        lease is not held, with `errc::lease_lost` when its renew deadline has
+        passed, and with `errc::released` while a release is under way. Any
+        number may wait; every waiter of a term completes before the next term
+        begins.
+
+        Combine it with protected work so that the work is cancelled on loss
+        (see `run_while_held`).
+
+        @par Per-Operation Cancellation
+        All types: completes with `operation_aborted`; the lease is unaffected.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_wait_lost(Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [](auto handler, std::shared_ptr<impl> self) { self->start_wait_lost(std::move(handler)); }, token, impl_);
+    }
+
+    /** Reads the lease record as stored now (one read).
+
+        @par Handler signature
+        `void(error_code, std::optional<lease_info>)`: empty when no record exists.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_inspect(Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
+            [](auto handler, std::shared_ptr<impl> self) { self->start_inspect(std::move(handler)); }, token, impl_);
+    }
+
+    /// True while held and before the renew deadline, by this participant's own clock; false once a release began.
+    bool is_held() const noexcept { return !impl_->release_op.busy() && impl_->m.is_held(impl_->now()); }
+    /// The fencing token of the current (or last) term; 0 before the first acquisition.
+    std::uint64_t fencing_token() const noexcept { return impl_->m.token(); }
+    /// Time left before the renew deadline; zero when not held. The budget of protected work.
+    std::chrono::nanoseconds remaining() const noexcept {
+        return impl_->release_op.busy() ? std::chrono::nanoseconds(0) : impl_->m.remaining(impl_->now());
+    }
+    /// When the lease stops being valid by this participant's clock, while held.
+    std::optional<time_point> valid_until() const noexcept {
+        if (impl_->m.state() != lease_state::held) return std::nullopt;
+        return time_point(std::chrono::duration_cast<typename Clock::duration>(impl_->m.valid_until()));
+    }
+    /// Where this object is in its life.
+    lease_state state() const noexcept { return impl_->m.state(); }
+    /// This holder's instance name as written in the record (`owner#suffix`).
+    std::string const& owner() const noexcept { return impl_->m.instance(); }
+    /// The options in force.
+    lease_options const& options() const noexcept { return impl_->m.options(); }
+    /// What the store said about the last failure.
+    diagnostics const& last_diagnostics() const noexcept { return impl_->m.last_diagnostics(); }
+    /// The Clock policy (a simulation reads participants' clocks through it).
+    Clock const& clock() const noexcept { return impl_->clock; }
+    /// The backend.
+    Backend& backend() noexcept { return impl_->backend; }
+
+private:
+    static lease_options validated(lease_options o) {
+        o.validate();
+        return o;
+    }
+
+    struct impl : std::enable_shared_from_this<impl> {
+        using timer_clock = typename Clock::timer_clock;
+        using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
+        using inspect_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
+
+        impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c)
+            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
+              m(o, seed_of(o), hooks()), acquire_timer(ex), timeout_timer(ex), renew_timer(ex),
+              deadline_timer(ex), release_timer(ex) {
+            detail::adopt_signer(backend, signer);
+        }
+
+        executor_type ex;
+        Backend backend;
+        RetryPolicy retry;
+        Signer signer;
+        Clock clock;
+        detail::lease_machine m;
+        timer acquire_timer, timeout_timer, renew_timer, deadline_timer, release_timer;
+        bool closed = false;
+        // One per acquisition. Every request of the renew lane carries the term it was sent in,
+        // and its answer is dropped unless that term is still current: an answer of an ended
+        // term never reaches the machine or the new term's timers (DESIGN §6). If such a write
+        // lands late, the store's precondition refuses it or the new claim reads it as ours.
+        std::uint64_t term = 0;
+
+        // acquire lane
+        detail::pending_op<void(error_code, lease_grant)> acquire_op;
+        bool acquire_io = false;
+        error_code acquire_stop;
+        // renew lane
+        bool renew_io = false;
+        unsigned renew_gen = 0, deadline_gen = 0;
+        // release lane
+        detail::pending_op<void(error_code)> release_op;
+        bool release_after_renew = false;
+        unsigned release_gen = 0;
+        // lost-lease waiters
+        struct waiter {
+            std::uint64_t id;
+            detail::pending_op<void(error_code)> op;
+        };
+        std::list<waiter> waiters; // a list: erasing never move-assigns handlers
+        std::uint64_t next_waiter = 1;
+        bool inspect_busy = false;
+
+        static std::uint64_t seed_of(lease_options const& o) {
+            if (o.random_seed) return *o.random_seed;
+            std::random_device rd;
+            return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+        }
+
+        detail::retry_hooks hooks() {
+            detail::retry_hooks h;
+            h.ctx = &retry;
+            h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
+                return static_cast<RetryPolicy*>(c)->on_failure(ec, n, u);
+            };
+            h.on_success = [](void* c, unsigned n) { static_cast<RetryPolicy*>(c)->on_success(n); };
+            return h;
+        }
+
+        detail::own_time now() const { return clock.now().time_since_epoch(); }
+
+        template <class F>
+        auto bound(F&& f) {
+            return boost::asio::bind_executor(ex, std::forward<F>(f));
+        }
+
+        template <class Handler, class... Args>
+        void post_completion(Handler&& h, Args&&... args) {
+            detail::post_completion(ex, std::forward<Handler>(h), std::forward<Args>(args)...);
+        }
+
+        std::weak_ptr<impl> weak_self() { return this->shared_from_this(); }
+
+        lease_grant grant() const {
+            lease_grant g;
+            g.fencing_token = m.token();
+            g.remaining = m.remaining(now());
+            g.took_over = m.took_over();
+            g.created_record = m.created_record();
+            return g;
+        }
+
+        // ---- acquire ------------------------------------------------------
+        template <class Handler>
+        void start_acquire(Handler&& h, acquire_options o) {
+            if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted), lease_grant{});
+            if (acquire_op.busy() || release_op.busy())
+                return post_completion(std::move(h), error_code(errc::operation_in_progress), lease_grant{});
+            if (o.timeout && o.timeout->count() < 0)
+                return post_completion(std::move(h), error_code(errc::invalid_argument), lease_grant{});
+            auto const t = now(); // one reading for both decisions
+            deliver_overdue_loss(t);
+            if (m.is_held(t)) return post_completion(std::move(h), error_code{}, grant());
+            // A new term: whatever the renew lane still has in flight belongs to the old one, and
+            // nothing of the old one may outlive it (a backstop: the loss was delivered above).
+            ++term;
+            renew_io = false;
+            stop_renewal();
+            notify_waiters(errc::lease_lost);
+            acquire_stop = {};
+            if (m.options().wall_clock_tokens) m.set_creation_floor(detail::wall_clock_token_floor());
+            auto const gen = acquire_op.start(std::move(h), ex, weak_self(), [](impl& self) {
+                self.interrupt_acquire(boost::asio::error::operation_aborted);
+            });
+            if (o.timeout) {
+                // Saturated: a timeout of milliseconds::max() must mean "very long", never overflow.
+                constexpr std::chrono::milliseconds longest = std::chrono::hours(24 * 365 * 10);
+                timeout_timer.expires_at(clock.timer_expiry(std::min(*o.timeout, longest)));
+                timeout_timer.async_wait(bound([self = this->shared_from_this(), gen](error_code ec) {
+                    if (self->closed || ec || !self->acquire_op.current(gen)) return;
+                    self->interrupt_acquire(errc::timeout);
+                }));
+            }
+            step_acquire(m.acquire_start(now(), o.wait));
+        }
+
+        void interrupt_acquire(error_code reason) {
+            if (!acquire_op.busy() || acquire_stop) return;
+            acquire_stop = reason;
+            if (acquire_io) return; // the request in flight decides: see the handlers below
+            if (settle_before_stopping()) return;
+            m.abandon_acquire();
+            finish_acquire(reason);
+        }
+
+        // A stopped acquisition whose claim may have landed reads it back once before giving up,
+        // or the record would name us unseen and hold every contender off for ttl x skew.
+        bool settle_before_stopping() {
+            if (!m.claim_of_this_acquisition_in_doubt()) return false;
+            acquire_timer.cancel();
+            step_acquire(m.acquire_on_wait(now()));
+            return true;
+        }
+
+        void step_acquire(detail::lease_action a) {
+            using t = detail::lease_action::type;
+            auto self = this->shared_from_this();
+            auto const gen = acquire_op.generation();
+            switch (a.what) {
+            case t::read:
+                acquire_io = true;
+                backend.async_get(m.options().key, bound([self](error_code ec, get_result r) {
+                    self->acquire_io = false;
+                    if (self->closed) return;
+                    auto next = self->m.acquire_on_read(self->now(), ec, r.found, r.diag);
+                    // Stopped: only a claim of ours found landed completes the operation (refreshed first
+                    // when it landed too late to act on); no new claim is sent.
+                    if (self->acquire_stop && !(next.what == t::done && !next.ec) && !self->m.refreshing_late_claim()) {
+                        self->m.abandon_acquire();
+                        return self->finish_acquire(self->acquire_stop);
+                    }
+                    self->step_acquire(std::move(next));
+                }));
+                return;
+            case t::write:
+                acquire_io = true;
+                backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
+                                  bound([self](error_code ec, put_result r) {
+                                      self->acquire_io = false;
+                                      if (self->closed) return;
+                                      auto next = self->m.acquire_on_write(self->now(), ec, r);
+                                      if (self->acquire_stop && !(next.what == t::done && !next.ec) &&
+                                          !self->m.refreshing_late_claim()) {
+                                          if (self->settle_before_stopping()) return;
+                                          self->m.abandon_acquire();
+                                          return self->finish_acquire(self->acquire_stop);
+                                      }
+                                      self->step_acquire(std::move(next));
+                                  }));
+                return;
+            case t::wait:
+                acquire_timer.expires_at(clock.timer_expiry(a.delay));
+                acquire_timer.async_wait(bound([self, gen](error_code ec) {
+                    if (self->closed || ec || !self->acquire_op.current(gen) || self->acquire_stop) return;
+                    self->step_acquire(self->m.acquire_on_wait(self->now()));
+                }));
+                return;
+            case t::done:
+                return finish_acquire(a.ec);
+            case t::none:
+                return finish_acquire(errc::lease_lost);
+            }
+        }
+
+        void finish_acquire(error_code ec) {
+            if (!acquire_op.busy()) return;
+            acquire_stop = {};
+            acquire_timer.cancel();
+            timeout_timer.cancel();
+            lease_grant g;
+            if (!ec) {
+                g = grant();
+                start_renewal();
+            }
+            acquire_op.complete(ex, ec, g);
+        }
+
+        // ---- renew ---------------------------------------------------------
+        // The renew deadline is enforced by whichever timer is armed: a renew
+        // wait never runs past it, and while a request is in flight the
+        // deadline timer is armed (and disarmed when the request returns).
+        // One timer firing per renewal instead of two: with thousands of
+        // leases, each firing costs the reactor a syscall.
+        void start_renewal() {
+            ++renew_gen;
+            step_renew(m.renew_schedule(now()));
+        }
+
+        // The renew deadline passed but its timer has not run yet (the application's own
+        // timer ran first): the loss is delivered now, before anything else is decided.
+        void deliver_overdue_loss(detail::own_time t) {
+            if (m.state() != lease_state::held || t < m.deadline()) return;
+            m.on_deadline(t);
+            stop_renewal();
+            notify_waiters(errc::lease_lost);
+        }
+
+        bool lose_if_past_deadline() {
+            if (now() < m.deadline()) return false;
+            m.on_deadline(now());
+            if (m.state() != lease_state::lost) return false;
+            stop_renewal();
+            notify_waiters(errc::lease_lost);
+            return true;
+        }
+
+        void arm_deadline() {
+            unsigned const gen = ++deadline_gen;
+            deadline_timer.expires_at(clock.timer_expiry(m.deadline() - now()));
+            deadline_timer.async_wait(bound([self = this->shared_from_this(), gen](error_code ec) {
+                if (self->closed || ec || gen != self->deadline_gen) return;
+                self->m.on_deadline(self->now());
+                if (self->m.state() == lease_state::lost) {
+                    self->stop_renewal();
+                    self->notify_waiters(errc::lease_lost);
+                } else if (self->m.state() == lease_state::held && self->renew_io) {
+                    self->arm_deadline(); // fired a hair early; the deadline has not passed by our clock
+                }
+            }));
+        }
+
+        void stop_renewal() {
+            ++renew_gen;
+            ++deadline_gen;
+            renew_timer.cancel();
+            deadline_timer.cancel();
+        }
+
+        void step_renew(detail::lease_action a) {
+            using t = detail::lease_action::type;
+            auto self = this->shared_from_this();
+            unsigned const gen = renew_gen;
+            switch (a.what) {
+            case t::wait:
+                renew_timer.expires_at(clock.timer_expiry(std::min(a.delay, m.deadline() - now())));
+                renew_timer.async_wait(bound([self, gen](error_code ec) {
+                    if (self->closed || ec || gen != self->renew_gen) return;
+                    if (self->lose_if_past_deadline()) return;
+                    self->step_renew(self->m.renew_on_wait(self->now()));
+                }));
+                return;
+            case t::write:
+                arm_deadline();
+                renew_io = true;
+                backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
+                                  bound([self, gen, sent_in = term](error_code ec, put_result r) {
+                                      if (self->closed || sent_in != self->term) return;
+                                      self->renew_io = false;
+                                      auto next = self->m.renew_on_write(self->now(), ec, r);
+                                      self->after_renew_io(gen, std::move(next));
+                                  }));
+                return;
+            case t::read:
+                arm_deadline();
+                renew_io = true;
+                backend.async_get(m.options().key, bound([self, gen, sent_in = term](error_code ec, get_result r) {
+                    if (self->closed || sent_in != self->term) return;
+                    self->renew_io = false;
+                    auto next = self->m.renew_on_read(self->now(), ec, r.found, r.diag);
+                    self->after_renew_io(gen, std::move(next));
+                }));
+                return;
+            case t::done: // lost: taken over, or the record vanished
+                stop_renewal();
+                notify_waiters(a.ec ? a.ec : error_code(errc::lease_lost));
+                return;
+            case t::none:
+                return;
+            }
+        }
+
+        void after_renew_io(unsigned gen, detail::lease_action next) {
+            ++deadline_gen; // disarm: the renew wait (or the next request) enforces the deadline now
+            deadline_timer.cancel();
+            if (release_after_renew) {
+                release_after_renew = false;
+                return begin_release();
+            }
+            if (gen != renew_gen) return;
+            // An answer run late (a paused process) may find the deadline passed: the loss is
+            // delivered now, not one timer tick later.
+            if (lose_if_past_deadline()) return;
+            // A success moves the deadline later; the armed timer notices when it fires and re-arms.
+            step_renew(std::move(next));
+        }
+
+        // ---- release -------------------------------------------------------
+        template <class Handler>
+        void start_release(Handler&& h) {
+            if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
+            if (release_op.busy() || acquire_op.busy())
+                return post_completion(std::move(h), error_code(errc::operation_in_progress));
+            deliver_overdue_loss(now()); // a loss comes first: waiters learn lease_lost, not released
+            if (!m.can_release()) return post_completion(std::move(h), error_code(errc::not_held));
+            // Not cancellable: the marker is written or settled (a release that stopped half-way would
+            // leave the record's fate unknown to everyone).
+            release_op.start(std::move(h), ex, weak_self(), [](impl&) {});
+            stop_renewal();
+            notify_waiters(errc::released);
+            if (renew_io) {
+                release_after_renew = true; // let the renewal in flight land first
+                return;
+            }
+            begin_release();
+        }
+
+        void begin_release() {
+            if (!m.can_release()) return finish_release(errc::lease_lost);
+            step_release(m.release_start(now()));
+        }
+
+        void step_release(detail::lease_action a) {
+            using t = detail::lease_action::type;
+            auto self = this->shared_from_this();
+            switch (a.what) {
+            case t::write:
+                backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
+                                  bound([self](error_code ec, put_result r) {
+                                      if (self->closed) return;
+                                      self->step_release(self->m.release_on_write(self->now(), ec, r));
+                                  }));
+                return;
+            case t::read:
+                backend.async_get(m.options().key, bound([self](error_code ec, get_result r) {
+                    if (self->closed) return;
+                    self->step_release(self->m.release_on_read(self->now(), ec, r.found, r.diag));
+                }));
+                return;
+            case t::wait: {
+                unsigned const gen = ++release_gen;
+                release_timer.expires_at(clock.timer_expiry(a.delay));
+                release_timer.async_wait(bound([self, gen](error_code ec) {
+                    if (self->closed || ec || gen != self->release_gen) return;
+                    self->step_release(self->m.release_on_wait(self->now()));
+                }));
+                return;
+            }
+            case t::done:
+                return finish_release(a.ec);
+            case t::none:
+                return finish_release(errc::lease_lost);
+            }
+        }
+
+        void finish_release(error_code ec) {
+            if (!release_op.busy()) return;
+            notify_waiters(errc::released); // none should be left (start_wait_lost refuses them): a backstop
+            release_op.complete(ex, ec);
+        }
+
+        // ---- waiters and inspection ----------------------------------------
+        template <class Handler>
+        void start_wait_lost(Handler&& h) {
+            if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
+            // Released while the renewal in flight finishes: the term is over for the application.
+            if (release_op.busy()) return post_completion(std::move(h), error_code(errc::released));
+            if (!m.is_held(now())) {
+                auto const s = m.state();
+                error_code ec = (s == lease_state::held || s == lease_state::lost) ? error_code(errc::lease_lost)
+                                                                                   : error_code(errc::not_held);
+                return post_completion(std::move(h), ec);
+            }
+            std::uint64_t const id = next_waiter++;
+            auto& w = waiters.emplace_back();
+            w.id = id;
+            w.op.start(std::move(h), ex, weak_self(), [id](impl& self) { self.on_waiter_cancel(id); });
+        }
+
+        void on_waiter_cancel(std::uint64_t id) {
+            for (auto it = waiters.begin(); it != waiters.end(); ++it) {
+                if (it->id != id) continue;
+                it->op.complete(ex, error_code(boost::asio::error::operation_aborted));
+                waiters.erase(it);
+                return;
+            }
+        }
+
+        void notify_waiters(error_code ec) {
+            auto ws = std::move(waiters);
+            waiters.clear();
+            for (auto& w : ws) w.op.complete(ex, ec);
+        }
+
+        template <class Handler>
+        void start_inspect(Handler&& h) {
+            if (closed)
+                return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted),
+                                       std::optional<lease_info>{});
+            if (inspect_busy)
+                return post_completion(std::move(h), error_code(errc::operation_in_progress), std::optional<lease_info>{});
+            inspect_busy = true;
+            auto self = this->shared_from_this();
+            backend.async_get(m.options().key,
+                              bound([self, h = inspect_handler(std::move(h))](error_code ec, get_result r) mutable {
+                                  self->inspect_busy = false;
+                                  std::optional<lease_info> info;
+                                  if (!ec && r.found) {
+                                      lease_info i;
+                                      diagnostics d;
+                                      ec = detail::lease_machine::describe(*r.found, i, d);
+                                      if (!ec) info = std::move(i);
+                                  }
+                                  self->post_completion(std::move(h), ec, std::move(info));
+                              }));
+        }
+
+        void shutdown() {
+            closed = true;
+            acquire_timer.cancel();
+            timeout_timer.cancel();
+            renew_timer.cancel();
+            deadline_timer.cancel();
+            release_timer.cancel();
+            auto const aborted = error_code(boost::asio::error::operation_aborted);
+            acquire_op.complete(ex, aborted, lease_grant{});
+            release_op.complete(ex, aborted);
+            notify_waiters(aborted);
+        }
+    };
+
+    std::shared_ptr<impl> impl_;
+};
+
+} // namespace baton
+
+#endif

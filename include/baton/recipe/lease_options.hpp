@@ -1,0 +1,181 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_LEASE_OPTIONS_HPP
+#define BATON_RECIPE_LEASE_OPTIONS_HPP
+
+/** @file
+    Layer: recipes. Settings and results of leases: `lease_options` (validated at
+    construction), `acquire_options`, `lease_grant` and `lease_info`.
+*/
+
+#include <baton/core/detail/config.hpp>
+#include <baton/core/detail/text.hpp>
+#include <baton/core/error.hpp>
+#include <baton/store/record_store.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace baton {
+
+/** Settings of one lease. Data, not behaviour: defaults follow DESIGN §5.
+
+    Rules, checked by `validate()` (and so by every lease constructor):
+    - `key` is 1 to 1024 bytes;
+    - 0 < `ttl` ≤ 24 h (the longest TTL a lease record may declare), and `ttl` ≥ 3 × renew interval;
+    - renew interval < renew deadline < `ttl` (a renewal is tried before the deadline, and the deadline comes before expiry);
+    - `max_clock_rate_skew` is a finite number from 1 to 1000 (so `ttl` × it always fits the clock's range);
+    - 0 < `poll_interval` ≤ `ttl`;
+    - `owner` (at most 1 KiB) and `value` (at most 8 KiB) are valid UTF-8, so
+      that the record, escaped, always stays readable (under 64 KiB).
+*/
+struct lease_options {
+    /// The record that is the lease, e.g. `jobs/nightly-report`.
+    std::string key;
+    /// A readable name for this holder (host, pod, ...); a random instance suffix is added. Empty: `baton`.
+    std::string owner;
+    /// Stored with the lease while held, e.g. the leader's address.
+    std::string value;
+    /// How long a successful write keeps the lease valid, measured on the holder's own monotonic clock from when the write was sent.
+    std::chrono::milliseconds ttl{20000};
+    /// Time between renewals (jittered down by up to 20%). Zero: `ttl` / 3.
+    std::chrono::milliseconds renew_interval{0};
+    /// When the holder stops acting if no renewal succeeded since the last one was sent. Zero: 2/3 of `ttl`.
+    std::chrono::milliseconds renew_deadline{0};
+    /// How often a waiting contender re-reads the record (jittered down by up to 50%, never longer).
+    std::chrono::milliseconds poll_interval{1000};
+    /** Largest ratio between two participants' clock rates. A contender
+        takes over only after seeing the same version for `ttl` ×
+        this factor on its own clock.
+    */
+    double max_clock_rate_skew = 2.0;
+    /** Seeds jitter, nonces and the instance suffix; set it for reproducible
+        simulations, and then give every participant a different seed (two
+        participants with one seed would share an instance name). Empty: from `std::random_device`.
+    */
+    std::optional<std::uint64_t> random_seed;
+    /** Whether a record this lease creates starts its tokens at the wall-clock
+        time in microseconds since 1970 instead of 1 (above every token this
+        object saw either way). Tokens only grow by one per change of holder,
+        so they then survive the record's deletion (a lifecycle rule, a TTL,
+        an operator): the next holder's token is still larger than any a
+        fenced resource accepted before, unless its wall clock is behind
+        by more than the time since the first record was created.
+        Off: tokens go 1, 2, 3 and restart at 1 after a deletion (see
+        `lease_grant::created_record`).
+    */
+    bool wall_clock_tokens = false;
+
+    /// The renew interval in force (explicit or derived).
+    std::chrono::milliseconds effective_renew_interval() const noexcept {
+        return renew_interval.count() != 0 ? renew_interval : ttl / 3;
+    }
+    /// The renew deadline in force (explicit or derived).
+    std::chrono::milliseconds effective_renew_deadline() const noexcept {
+        return renew_deadline.count() != 0 ? renew_deadline : ttl * 2 / 3;
+    }
+
+    /// Throws `config_error` with a message naming the first broken rule.
+    void validate() const {
+        auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
+        if (key.empty()) throw config_error("lease_options: key must not be empty");
+        if (key.size() > store_limits::max_key_bytes)
+            throw config_error("lease_options: key must be at most 1024 bytes (it is " + std::to_string(key.size()) + ")");
+        if (ttl.count() <= 0) throw config_error("lease_options: ttl must be positive");
+        if (ttl > std::chrono::hours(24))
+            throw config_error("lease_options: ttl (" + ms(ttl) +
+                               ") must be at most 24 hours (86400000ms), the longest a lease record may declare");
+        auto const ri = effective_renew_interval();
+        auto const rd = effective_renew_deadline();
+        if (ri.count() <= 0) throw config_error("lease_options: renew_interval must be positive");
+        if (ttl < 3 * ri)
+            throw config_error("lease_options: ttl (" + ms(ttl) + ") must be at least 3 x renew_interval (" + ms(ri) + ")");
+        if (rd >= ttl)
+            throw config_error("lease_options: renew_deadline (" + ms(rd) + ") must be less than ttl (" + ms(ttl) + ")");
+        if (rd <= ri)
+            throw config_error("lease_options: renew_deadline (" + ms(rd) + ") must be greater than renew_interval (" +
+                               ms(ri) + ") so that a renewal is tried before it");
+        if (!(max_clock_rate_skew >= 1.0))
+            throw config_error("lease_options: max_clock_rate_skew must be at least 1 (a contender must wait at least a full ttl)");
+        // Also refuses infinity: ttl x skew must be a real time span (a contender's takeover window).
+        if (!(max_clock_rate_skew <= 1000.0))
+            throw config_error("lease_options: max_clock_rate_skew must be a finite number of at most 1000 "
+                               "(ttl x max_clock_rate_skew is how long a contender waits)");
+        if (poll_interval.count() <= 0) throw config_error("lease_options: poll_interval must be positive");
+        if (poll_interval > ttl)
+            throw config_error("lease_options: poll_interval (" + ms(poll_interval) + ") must not exceed ttl (" + ms(ttl) + ")");
+        if (value.size() > 8 * 1024) throw config_error("lease_options: value must be at most 8 KiB");
+        if (owner.size() > 1024) throw config_error("lease_options: owner must be at most 1 KiB");
+        // Both travel in a JSON record that every contender must be able to read back.
+        if (!detail::is_utf8(owner)) throw config_error("lease_options: owner must be valid UTF-8");
+        if (!detail::is_utf8(value)) throw config_error("lease_options: value must be valid UTF-8");
+    }
+};
+
+/// How `async_acquire` waits.
+struct acquire_options {
+    /// Give up with `errc::timeout` after this long. Empty: wait until acquired or cancelled.
+    std::optional<std::chrono::milliseconds> timeout;
+    /// False: try once, failing with `errc::held_by_other` when someone else validly holds it.
+    bool wait = true;
+};
+
+/// What a successful acquisition gives the holder.
+struct lease_grant {
+    /// Strictly greater than every token any earlier holder of this key had. Pass it to fenced writes.
+    std::uint64_t fencing_token = 0;
+    /// Time left before the renew deadline, when protected work must stop unless a renewal succeeds.
+    std::chrono::nanoseconds remaining{0};
+    /// True when the lease was taken over from a holder that stopped renewing (not released or free).
+    bool took_over = false;
+    /** True when the record did not exist and this acquisition created it.
+        Its token then continues from the largest this object saw (1 for a
+        new object), or from the wall clock with `lease_options::wall_clock_tokens`:
+        if the key existed before and was deleted, a fenced resource may hold
+        a larger token than this grant's, and will refuse it.
+    */
+    bool created_record = false;
+};
+
+/// A lease record as stored, for status displays and elections.
+struct lease_info {
+    /// The holder's instance name (`owner` plus a random suffix).
+    std::string owner;
+    /// The holder's value.
+    std::string value;
+    /// The fencing token of the holder's term.
+    std::uint64_t fencing_token = 0;
+    /// True when the holder released it; the next contender takes it at once.
+    bool released = false;
+    /// The TTL the holder declared.
+    std::chrono::milliseconds ttl{0};
+    /// The store's version of the record.
+    std::string version;
+    /** How long the reader knows this same version unchanged, on its own
+        clock: from the answer of its first read that showed it to the
+        sending of the latest. Zero for a one-off read (only observers that
+        read repeatedly, such as `basic_election`, fill it).
+    */
+    std::chrono::nanoseconds unchanged_for{0};
+    /** True when the record stayed unchanged for `ttl × max_clock_rate_skew`
+        of the reader's time: its holder stopped renewing (crashed or cut off)
+        and no longer holds, though nobody has taken over yet.
+    */
+    bool expired = false;
+};
+
+/// Where a lease object is in its life.
+enum class lease_state {
+    idle,      ///< never held, or not trying
+    acquiring, ///< `async_acquire` outstanding
+    held,      ///< held; renewing in the background
+    releasing, ///< `async_release` outstanding
+    released,  ///< released by this object
+    lost,      ///< taken over, or the renew deadline passed
+};
+
+} // namespace baton
+
+#endif

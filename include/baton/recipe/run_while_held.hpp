@@ -1,0 +1,71 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_RUN_WHILE_HELD_HPP
+#define BATON_RECIPE_RUN_WHILE_HELD_HPP
+
+/** @file
+    Layer: recipes. `run_while_held`: acquire a lease, run protected work, cancel the work
+    the moment the lease is lost (at the renew deadline, before it could
+    expire), and release.
+*/
+
+#include <baton/core/error.hpp>
+#include <baton/recipe/lease_options.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <exception>
+#include <variant>
+
+namespace baton {
+
+/** Runs `work(grant)` only while `lease` is held.
+
+    Acquires (as `opts` says), then runs the work and waits for loss at the
+    same time: on loss the work receives a terminal cancellation, which its
+    next cancellable `co_await` sees as `operation_aborted`. Afterwards the
+    lease is released, also after a loss (the marker lets others in at once
+    if nobody took over).
+
+    @param work callable `(lease_grant) -> asio::awaitable<void>`; pass
+    `grant.fencing_token` to fenced writes, and watch `lease.remaining()`
+    for long steps.
+    @returns success when the work finished while held and the release
+    succeeded; `errc::lease_lost` when the work was cancelled by loss; the
+    acquisition's error when it was never held. Exceptions thrown by the
+    work are rethrown after the release.
+*/
+template <class Lease, class Work>
+boost::asio::awaitable<error_code> run_while_held(Lease& lease, Work work, acquire_options opts = {}) {
+    namespace asio = boost::asio;
+    using namespace asio::experimental::awaitable_operators;
+    auto [acquired, grant] = co_await lease.async_acquire(opts, asio::as_tuple(asio::use_awaitable));
+    if (acquired) co_return acquired;
+
+    std::exception_ptr failure;
+    auto guarded = [&]() -> asio::awaitable<void> {
+        try {
+            co_await work(grant);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+    };
+    auto ended = co_await (guarded() || lease.async_wait_lost(asio::as_tuple(asio::use_awaitable)));
+
+    error_code outcome;
+    if (ended.index() == 1) {
+        auto [lost] = std::get<1>(ended);
+        outcome = lost ? lost : error_code(errc::lease_lost);
+        failure = nullptr; // the work was cancelled by us: its unwinding is not a failure
+    }
+    auto [released] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
+    if (failure) std::rethrow_exception(failure);
+    if (!outcome && released && released != errc::not_held) outcome = released;
+    co_return outcome;
+}
+
+} // namespace baton
+
+#endif
