@@ -146,4 +146,7 @@ struct boost::asio::wait_traits<baton::sim::virtual_clock> {
     }
 };
 
+// The timers themselves (they need the clock above).
+#include <baton/sim/virtual_timer.hpp>
+
 #endif

@@ -12,6 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -26,7 +27,13 @@ namespace baton::sim {
 class scheduler {
 public:
     /// A fresh simulation whose randomness all derives from `seed`.
-    explicit scheduler(std::uint64_t seed) : seed_(seed), rng_(seed) { virtual_clock::reset(); }
+    explicit scheduler(std::uint64_t seed) : seed_(seed), rng_(seed) {
+        virtual_clock::reset();
+        detail::virtual_timer_queue::instance().shutdown();
+    }
+
+    /// Destroys the handlers of the waits still pending (before the io_context goes).
+    ~scheduler() { detail::virtual_timer_queue::instance().shutdown(); }
 
     scheduler(scheduler const&) = delete;
     scheduler& operator=(scheduler const&) = delete;
@@ -57,7 +64,7 @@ public:
             drain();
             if (step_) step_(virtual_clock::now());
             ++steps_;
-            auto next = virtual_clock::next_deadline();
+            auto next = std::min(virtual_clock::next_deadline(), next_timer_expiry());
             if (next == virtual_clock::time_point::max()) {
                 // Nothing scheduled: time still passes (a frozen participant's clock runs on).
                 next = ioc_.stopped() ? until : virtual_clock::now() + idle_step;
@@ -82,18 +89,26 @@ public:
     static constexpr virtual_clock::duration idle_step = std::chrono::milliseconds(1);
 
 private:
+    // Runs everything due now: the waits on virtual time that expired, the handlers they and
+    // others queued, and again while a handler armed a wait that is already due. No system
+    // call: the io_context has no reactor (virtual timers never touch it).
     void drain() {
-        // poll() returns 0 only after the reactor found no expired timer and no handler is
-        // queued (or the context ran out of work and stopped): everything due now has run.
-        // One idle poll is enough, and each poll costs a select() call.
+        auto& timers = detail::virtual_timer_queue::instance();
         for (;;) {
+            auto const now = virtual_clock::now().time_since_epoch().count();
+            timers.fire_due(now);
             if (ioc_.stopped()) ioc_.restart();
-            if (ioc_.poll() == 0 && !ioc_.stopped()) return;
-            if (ioc_.stopped()) {
-                ioc_.restart();
-                if (ioc_.poll() == 0) return;
+            if (ioc_.poll() == 0) {
+                std::int64_t next = 0;
+                if (!timers.next_expiry(next) || next > now) return;
             }
         }
+    }
+
+    static virtual_clock::time_point next_timer_expiry() {
+        std::int64_t next = 0;
+        if (!detail::virtual_timer_queue::instance().next_expiry(next)) return virtual_clock::time_point::max();
+        return virtual_clock::time_point(virtual_clock::duration(next));
     }
 
     std::uint64_t seed_;
