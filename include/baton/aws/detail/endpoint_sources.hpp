@@ -17,9 +17,6 @@
 #ifndef BATON_DOXYGEN
 namespace baton::aws::detail {
 
-namespace asio = boost::asio;
-namespace bhttp = boost::beast::http;
-
 // ---- container endpoint (ECS, EKS Pod Identity) ----------------------------------------------
 
 // Over plain HTTP only link-local container agents and this host may serve credentials.

@@ -18,9 +18,6 @@
 #ifndef BATON_DOXYGEN
 namespace baton::aws::detail {
 
-namespace asio = boost::asio;
-namespace bhttp = boost::beast::http;
-
 // ---- the default chain ---------------------------------------------------------------------------
 
 class chain_source final : public credentials_source {

@@ -18,9 +18,6 @@
 #ifndef BATON_DOXYGEN
 namespace baton::aws::detail {
 
-namespace asio = boost::asio;
-namespace bhttp = boost::beast::http;
-
 // ---- STS AssumeRoleWithWebIdentity ---------------------------------------------------------
 
 struct web_identity_settings {

@@ -22,9 +22,6 @@
 #ifndef BATON_DOXYGEN
 namespace baton::detail {
 
-namespace s3_asio = boost::asio;
-namespace s3_bhttp = boost::beast::http;
-
 // ---- probe -----------------------------------------------------------------------------------------
 // One pass over a scratch key; see "Capability gating" in the file comment.
 struct s3_probe_op : std::enable_shared_from_this<s3_probe_op> {

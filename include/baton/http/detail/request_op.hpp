@@ -13,11 +13,6 @@
 #ifndef BATON_DOXYGEN
 namespace baton::http::detail {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-using tcp = boost::asio::ip::tcp;
-
 struct request_op : std::enable_shared_from_this<request_op> {
     using handler_type = asio::any_completion_handler<void(error_code, response)>;
     using clock = std::chrono::steady_clock;
