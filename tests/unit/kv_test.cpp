@@ -9,8 +9,10 @@
 #include <doctest/doctest.h>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -486,3 +488,24 @@ TEST_CASE("cancelling an update in its backoff writes nothing more; a write alre
 }
 
 } // TEST_SUITE
+
+TEST_CASE("kv: a call refused before any request completes later, never inside the call, on its handler's executor") {
+    asio::io_context ioc;
+    memory_kv kv(ioc.get_executor(), baton::memory_backend(ioc.get_executor()), {}, {}, 1);
+    auto strand = asio::make_strand(ioc);
+    std::vector<error_code> seen;
+    bool returned = false;
+    auto check = [&](error_code ec, baton::kv_write_result) {
+        CHECK(returned);
+        CHECK(strand.running_in_this_thread());
+        seen.push_back(ec);
+    };
+    kv.async_erase("k", kv_condition::absent(), asio::bind_executor(strand, check));      // refused by the recipe
+    kv.async_put("k", "v", kv_condition::version(0), asio::bind_executor(strand, check)); // refused by the machine
+    kv.async_update("k", [](auto const&) { return std::optional<std::string>("x"); }, kv_condition::absent(),
+                    asio::bind_executor(strand, check));
+    returned = true;
+    ioc.run();
+    CHECK(seen == std::vector<error_code>{errc::invalid_argument, errc::invalid_argument, errc::invalid_argument});
+    CHECK(kv.backend().counts().puts == 0);
+}

@@ -18,9 +18,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/deferred.hpp>
-#include <boost/asio/append.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/post.hpp>
 
 #include <cstdint>
 #include <map>
@@ -62,60 +60,42 @@ public:
     /// Reads `key`. Completion: `void(error_code, get_result)`.
     template <class Token = boost::asio::deferred_t>
     auto async_get(std::string key, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, get_result)>(
-            [st = state_, ex = ex_](auto handler, std::string key) {
-                get_result r;
-                error_code ec = st->get(key, r);
-                detail::post_completion(ex, std::move(handler), ec, std::move(r));
-            },
-            token, std::move(key));
+        return detail::async_at_once<get_result>(ex_, std::forward<Token>(token), [st = state_, key = std::move(key)](get_result& r) {
+            return st->get(key, r);
+        });
     }
 
     /// Writes `key` if `pc` holds. Completion: `void(error_code, put_result)`.
     template <class Token = boost::asio::deferred_t>
     auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, put_result)>(
-            [st = state_, ex = ex_](auto handler, std::string key, std::string body, precondition pc) {
-                put_result r;
-                error_code ec = st->put(key, std::move(body), pc, r);
-                detail::post_completion(ex, std::move(handler), ec, std::move(r));
-            },
-            token, std::move(key), std::move(body), std::move(pc));
+        return detail::async_at_once<put_result>(ex_, std::forward<Token>(token), [st = state_, key = std::move(key), body = std::move(body), pc = std::move(pc)](put_result& r) mutable {
+            return st->put(key, std::move(body), pc, r);
+        });
     }
 
     /// Deletes `key` if `pc` holds. Completion: `void(error_code, erase_result)`.
     template <class Token = boost::asio::deferred_t>
     auto async_erase(std::string key, precondition pc, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, erase_result)>(
-            [st = state_, ex = ex_](auto handler, std::string key, precondition pc) {
-                erase_result r;
-                error_code ec = st->erase(key, pc, r.diag);
-                detail::post_completion(ex, std::move(handler), ec, std::move(r));
-            },
-            token, std::move(key), std::move(pc));
+        return detail::async_at_once<erase_result>(ex_, std::forward<Token>(token), [st = state_, key = std::move(key), pc = std::move(pc)](erase_result& r) {
+            return st->erase(key, pc, r.diag);
+        });
     }
 
     /// Lists keys with `prefix` strictly after `after`. Completion: `void(error_code, list_page)`.
     template <class Token = boost::asio::deferred_t>
     auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, list_page)>(
-            [st = state_, ex = ex_](auto handler, std::string prefix, std::string after, std::size_t limit) {
-                list_page r;
-                error_code ec = st->list(prefix, after, limit, r);
-                detail::post_completion(ex, std::move(handler), ec, std::move(r));
-            },
-            token, std::move(prefix), std::move(after), limit);
+        return detail::async_at_once<list_page>(ex_, std::forward<Token>(token), [st = state_, prefix = std::move(prefix), after = std::move(after), limit](list_page& r) {
+            return st->list(prefix, after, limit, r);
+        });
     }
 
     /// Checks what the store honours on a scratch key. Completion: `void(error_code, capabilities)`.
     template <class Token = boost::asio::deferred_t>
     auto async_probe(Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, capabilities)>(
-            [st = state_, ex = ex_](auto handler) {
-                capabilities c = st->probe();
-                detail::post_completion(ex, std::move(handler), error_code{}, std::move(c));
-            },
-            token);
+        return detail::async_at_once<capabilities>(ex_, std::forward<Token>(token), [st = state_](capabilities& c) {
+            c = st->probe();
+            return error_code{};
+        });
     }
 
     /// Requests served so far by this store (all handles).

@@ -25,16 +25,13 @@
 #include <baton/core/detail/config.hpp>
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/fenced_machine.hpp>
+#include <baton/recipe/detail/settled_write_op.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/record_store.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/basic_waitable_timer.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/compose.hpp>
 #include <boost/asio/deferred.hpp>
 
@@ -101,8 +98,6 @@ struct fenced_write_result {
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry>
 class basic_fenced {
-    struct state;
-
 public:
     /// The executor that backoff timers and, by default, completions run on.
     using executor_type = boost::asio::any_io_executor;
@@ -117,7 +112,7 @@ public:
     basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt)
         : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
-                                      random_seed ? *random_seed : std::random_device{}())) {}
+                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys)) {}
 
     /// The executor.
     executor_type get_executor() const noexcept { return st_->ex; }
@@ -152,7 +147,7 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto async_write(std::string key, std::string value, std::uint64_t token, Token&& tok = {}) {
         return boost::asio::async_compose<Token, void(error_code, fenced_write_result)>(
-            write_op{st_, std::move(key), std::move(value), token, nullptr, nullptr}, tok, st_->ex);
+            detail::settled_write_op<state, write_spec>(st_, std::move(key), write_spec{std::move(value), token}), tok, st_->ex);
     }
 
     /** Reads `key`.
@@ -168,110 +163,43 @@ public:
     }
 
     /// Forgets the cached version of `key` (the next write reads first).
-    void forget(std::string const& key) { st_->forget(key); }
+    void forget(std::string const& key) { st_->versions.forget(key); }
 
 private:
-    struct state {
-        using timer_clock = typename Clock::timer_clock;
-        using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
+    using state = detail::recipe_state<Backend, Clock, RetryPolicy, detail::fenced_seen>;
 
-        state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed)
-            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed) {}
+    // What a fenced write adds to the settled-write driver: its machine, the store's fenced-write
+    // hook when there is one, and its result.
+    struct write_spec {
+        using machine = detail::fenced_write_machine<RetryPolicy, std::mt19937_64>;
+        using result_type = fenced_write_result;
 
-        std::optional<detail::fenced_seen> cached(std::string const& key) const { return versions.find(key); }
-        void remember(std::string const& key, std::optional<detail::fenced_seen> const& v) { versions.remember(key, v); }
-        void forget(std::string const& key) { versions.forget(key); }
-
-        executor_type ex;
-        Backend backend;
-        RetryPolicy retry;
-        Clock clock;
-        std::mt19937_64 rng;
-        detail::version_cache<detail::fenced_seen> versions{max_cached_keys};
-    };
-
-    using machine = detail::fenced_write_machine<RetryPolicy, std::mt19937_64>;
-
-    struct write_op {
-        std::shared_ptr<state> st;
-        std::string key;
         std::string value;
         std::uint64_t token;
-        std::unique_ptr<machine> m;
-        std::unique_ptr<typename state::timer> timer;
 
-        template <class Self>
-        void operator()(Self& self) {
-            self.reset_cancellation_state(boost::asio::enable_terminal_cancellation());
-            m = std::make_unique<machine>(std::move(value), token, st->cached(key), st->retry, st->rng, fenced_put_hook<Backend>);
-            step(self, m->start());
+        error_code check(result_type&) const { return {}; }
+        std::unique_ptr<machine> make(state& st, std::string const& key) {
+            return std::make_unique<machine>(std::move(value), token, st.versions.find(key), st.retry, st.rng,
+                                             fenced_put_hook<Backend>);
         }
+        static detail::write_step compute(machine&) { return {}; } // a fenced write computes nothing
         template <class Self>
-        void operator()(Self& self, error_code ec, put_result r) { step(self, m->on_put(unasked_abort(self, ec), r)); }
-        template <class Self>
-        void operator()(Self& self, error_code ec, get_result r) {
-            if (!ec && r.found) r.found->key = key;
-            step(self, m->on_get(unasked_abort(self, ec), r));
-        }
-
-        // A backend that reports operation_aborted although this operation was not cancelled
-        // (a wrapper's own cancellation, say): the request's fate is unknown, not abandoned.
-        template <class Self>
-        static error_code unasked_abort(Self& self, error_code ec) {
-            if (ec == boost::asio::error::operation_aborted && !cancelled(self)) return errc::unknown_outcome;
-            return ec;
-        }
-        template <class Self>
-        void operator()(Self& self, error_code ec) { // a backoff wait ended
-            if (ec || cancelled(self)) return step(self, m->on_cancel());
-            step(self, m->on_wait());
-        }
-
-        template <class Self>
-        static bool cancelled(Self& self) {
-            return self.cancelled() != boost::asio::cancellation_type::none;
-        }
-
-        template <class Self>
-        void step(Self& self, detail::fenced_action a) {
-            using t = detail::fenced_action::type;
-            if (a.what != t::done && a.what != t::read && cancelled(self) && !m->stopping()) a = m->on_cancel();
-            // `self` holds this op: copy what the call needs before moving it.
-            std::string k = key;
-            auto& backend = st->backend;
-            switch (a.what) {
-            case t::read:
-                if (m->stopping()) // the settling read is not cancelled: it decides what the caller is told
-                    return backend.async_get(std::move(k), boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), std::move(self)));
-                return backend.async_get(std::move(k), std::move(self));
-            case t::write:
-                if constexpr (fenced_put_hook<Backend>) {
-                    if (a.hooked) {
-                        std::optional<std::string> known;
-                        if (a.pc.which() == precondition::kind::matches) known = a.pc.version();
-                        std::uint64_t const tok = token;
-                        return backend.async_put_fenced(std::move(k), std::move(a.body), tok, std::move(known), std::move(self));
-                    }
+        static void send(state& st, std::string key, detail::write_step& a, machine& m, Self&& self) {
+            if constexpr (fenced_put_hook<Backend>) {
+                if (m.hooked()) {
+                    std::optional<std::string> known;
+                    if (a.pc.which() == precondition::kind::matches) known = a.pc.version();
+                    return st.backend.async_put_fenced(std::move(key), std::move(a.body), m.token(), std::move(known),
+                                                       std::forward<Self>(self));
                 }
-                return backend.async_put(std::move(k), std::move(a.body), std::move(a.pc), std::move(self));
-            case t::wait:
-                if (!timer) timer = std::make_unique<typename state::timer>(st->ex);
-                timer->expires_at(st->clock.timer_expiry(a.delay));
-                return timer->async_wait(std::move(self));
-            case t::done:
-                break;
             }
-            st->remember(key, m->last_seen());
-            fenced_write_result res;
-            res.version = m->version();
-            res.winning_token = m->winning_token();
-            res.requests = m->requests();
-            res.settled_by_read = m->settled_by_read();
-            if (a.ec) res.diag = m->diag();
-            auto ec = a.ec;
-            m.reset();
-            timer.reset();
-            self.complete(ec, std::move(res));
+            detail::send_put(st, std::move(key), a, std::forward<Self>(self));
+        }
+        static result_type result(machine const& m, error_code) {
+            result_type r;
+            r.version = m.version();
+            r.winning_token = m.winning_token();
+            return r;
         }
     };
 
@@ -289,16 +217,16 @@ private:
         void operator()(Self& self, error_code ec, get_result r) {
             if (ec) return self.complete(ec, std::optional<fenced_value>{});
             if (!r.found) {
-                st->forget(key);
+                st->versions.forget(key);
                 return self.complete(error_code{}, std::optional<fenced_value>{});
             }
             detail::fenced_body b;
             diagnostics d;
             if (auto dec = detail::decode_fenced(r.found->body, b, d)) {
-                st->forget(key);
+                st->versions.forget(key);
                 return self.complete(dec, std::optional<fenced_value>{});
             }
-            st->remember(key, detail::fenced_seen{r.found->version, b.token});
+            st->versions.remember(key, detail::fenced_seen{r.found->version, b.token});
             self.complete(error_code{}, std::optional<fenced_value>(fenced_value{std::move(b.value), b.token, r.found->version}));
         }
     };

@@ -33,16 +33,13 @@
 #include <baton/core/detail/config.hpp>
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
+#include <baton/recipe/detail/settled_write_op.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/record_store.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/basic_waitable_timer.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/compose.hpp>
 #include <boost/asio/deferred.hpp>
 
@@ -174,8 +171,6 @@ struct kv_list_page {
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry>
 class basic_kv {
-    struct state;
-
 public:
     /// The executor that backoff timers and, by default, completions run on.
     using executor_type = boost::asio::any_io_executor;
@@ -192,7 +187,7 @@ public:
     basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt)
         : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
-                                      random_seed ? *random_seed : std::random_device{}())) {}
+                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys)) {}
 
     /// The executor.
     executor_type get_executor() const noexcept { return st_->ex; }
@@ -309,21 +304,7 @@ private:
         std::optional<std::string> operator()(std::optional<kv_entry> const&) const { return std::nullopt; }
     };
 
-    struct state {
-        using timer_clock = typename Clock::timer_clock;
-        using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
-
-        state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed)
-            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed) {}
-
-        executor_type ex;
-        Backend backend;
-        RetryPolicy retry;
-        Clock clock;
-        std::mt19937_64 rng;
-        detail::version_cache<detail::kv_seen> versions{max_cached_keys};
-    };
-
+    using state = detail::recipe_state<Backend, Clock, RetryPolicy, detail::kv_seen>;
     using machine = detail::kv_write_machine<RetryPolicy, std::mt19937_64>;
 
     template <class Fn, class Token>
@@ -335,102 +316,52 @@ private:
         e.version = cond.version();
         e.fence = cond.fence();
         return boost::asio::async_compose<Token, void(error_code, kv_write_result)>(
-            write_op<Fn>{st_, op, std::move(key), std::move(value), e, std::move(fn), nullptr, nullptr}, tok, st_->ex);
+            detail::settled_write_op<state, write_spec<Fn>>(st_, std::move(key), write_spec<Fn>{op, std::move(value), e, std::move(fn)}),
+            tok, st_->ex);
     }
 
+    // What a kv write adds to the settled-write driver: its conditions, its machine, the
+    // update's function, and its result.
     template <class Fn>
-    struct write_op {
-        std::shared_ptr<state> st;
+    struct write_spec {
+        using machine = basic_kv::machine;
+        using result_type = kv_write_result;
+
         detail::kv_op op;
-        std::string key;
         std::string value;
         detail::kv_expect expect;
         Fn fn;
-        std::unique_ptr<machine> m;
-        std::unique_ptr<typename state::timer> timer;
 
-        template <class Self>
-        void operator()(Self& self) {
-            self.reset_cancellation_state(boost::asio::enable_terminal_cancellation());
+        error_code check(result_type& r) const {
             if (op == detail::kv_op::erase && expect.which == detail::kv_expect::kind::absent) {
-                kv_write_result r;
                 r.diag.message = "an erase takes no 'absent' condition (none or version(v))";
-                return self.complete(errc::invalid_argument, std::move(r));
+                return errc::invalid_argument;
             }
             if (op == detail::kv_op::update && expect.which != detail::kv_expect::kind::none) {
-                kv_write_result r;
                 r.diag.message = "an update takes no 'absent' or 'version' condition (its function sees the value)";
-                return self.complete(errc::invalid_argument, std::move(r));
+                return errc::invalid_argument;
             }
-            m = std::make_unique<machine>(op, std::move(value), expect, st->versions.find(key), st->retry, st->rng);
-            step(self, m->start());
+            return {};
+        }
+        std::unique_ptr<machine> make(state& st, std::string const& key) {
+            return std::make_unique<machine>(op, std::move(value), expect, st.versions.find(key), st.retry, st.rng);
+        }
+        detail::write_step compute(machine& m) {
+            std::optional<kv_entry> current;
+            if (m.current()) current = kv_entry{*m.current(), m.current_version(), m.current_fence()};
+            return m.on_computed(fn(std::as_const(current)));
         }
         template <class Self>
-        void operator()(Self& self, error_code ec, put_result r) { step(self, m->on_put(unasked_abort(self, ec), r)); }
-        template <class Self>
-        void operator()(Self& self, error_code ec, get_result r) {
-            if (!ec && r.found) r.found->key = key;
-            step(self, m->on_get(unasked_abort(self, ec), r));
+        static void send(state& st, std::string key, detail::write_step& a, machine&, Self&& self) {
+            detail::send_put(st, std::move(key), a, std::forward<Self>(self));
         }
-        template <class Self>
-        void operator()(Self& self, error_code ec) { // a backoff wait ended
-            if (ec || cancelled(self)) return step(self, m->on_cancel());
-            step(self, m->on_wait());
-        }
-
-        // A backend that reports operation_aborted although this operation was not cancelled
-        // (a wrapper's own cancellation, say): the request's fate is unknown, not abandoned.
-        template <class Self>
-        static error_code unasked_abort(Self& self, error_code ec) {
-            if (ec == boost::asio::error::operation_aborted && !cancelled(self)) return errc::unknown_outcome;
-            return ec;
-        }
-        template <class Self>
-        static bool cancelled(Self& self) {
-            return self.cancelled() != boost::asio::cancellation_type::none;
-        }
-
-        template <class Self>
-        void step(Self& self, detail::kv_action a) {
-            using t = detail::kv_action::type;
-            for (;;) {
-                if (a.what != t::done && a.what != t::read && cancelled(self) && !m->stopping()) a = m->on_cancel();
-                if (a.what != t::compute) break;
-                std::optional<kv_entry> current;
-                if (m->current()) current = kv_entry{*m->current(), m->current_version(), m->current_fence()};
-                a = m->on_computed(fn(std::as_const(current)));
-            }
-            // `self` holds this op: copy what the call needs before moving it.
-            std::string k = key;
-            auto& backend = st->backend;
-            switch (a.what) {
-            case t::read:
-                if (m->stopping()) // the settling read is not cancelled: it decides what the caller is told
-                    return backend.async_get(std::move(k), boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), std::move(self)));
-                return backend.async_get(std::move(k), std::move(self));
-            case t::write:
-                return backend.async_put(std::move(k), std::move(a.body), std::move(a.pc), std::move(self));
-            case t::wait:
-                if (!timer) timer = std::make_unique<typename state::timer>(st->ex);
-                timer->expires_at(st->clock.timer_expiry(a.delay));
-                return timer->async_wait(std::move(self));
-            case t::compute:
-            case t::done:
-                break;
-            }
-            st->versions.remember(key, m->last_seen());
-            kv_write_result res;
-            res.version = a.ec ? 0 : m->version();
-            res.written = !a.ec && m->written();
-            if (a.ec == errc::precondition_failed) res.current_version = m->current_version();
-            if (a.ec == errc::fenced) res.winning_token = m->winning_token();
-            res.requests = m->requests();
-            res.settled_by_read = m->settled_by_read();
-            if (a.ec) res.diag = m->diag();
-            auto ec = a.ec;
-            m.reset();
-            timer.reset();
-            self.complete(ec, std::move(res));
+        static result_type result(machine const& m, error_code ec) {
+            result_type r;
+            r.version = ec ? 0 : m.version();
+            r.written = !ec && m.written();
+            if (ec == errc::precondition_failed) r.current_version = m.current_version();
+            if (ec == errc::fenced) r.winning_token = m.winning_token();
+            return r;
         }
     };
 

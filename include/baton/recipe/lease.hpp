@@ -375,11 +375,8 @@ private:
             if (o.timeout) {
                 // Saturated: a timeout of milliseconds::max() must mean "very long", never overflow.
                 constexpr std::chrono::milliseconds longest = std::chrono::hours(24 * 365 * 10);
-                timeout_timer.expires_at(clock.timer_expiry(std::min(*o.timeout, longest)));
-                timeout_timer.async_wait(bound([self = this->shared_from_this(), gen](error_code ec) {
-                    if (self->closed || ec || !self->acquire_op.current(gen)) return;
-                    self->interrupt_acquire(errc::timeout);
-                }));
+                arm(timeout_timer, std::min(*o.timeout, longest), [gen](impl& s) { return s.acquire_op.current(gen); },
+                    [](impl& s) { s.interrupt_acquire(errc::timeout); });
             }
             step_acquire(m.acquire_start(now(), o.wait));
         }
@@ -391,6 +388,17 @@ private:
             if (settle_before_stopping()) return;
             m.abandon_acquire();
             finish_acquire(reason);
+        }
+
+        // Arms `t` to fire after `delay`: `then` runs if the wait was not cancelled, the lease is
+        // open, and `current` still holds (no later arm, operation or term has replaced this one).
+        template <class Current, class Then>
+        void arm(timer& t, std::chrono::nanoseconds delay, Current current, Then then) {
+            t.expires_at(clock.timer_expiry(delay));
+            t.async_wait(bound([self = this->shared_from_this(), current, then](error_code ec) {
+                if (self->closed || ec || !current(*self)) return;
+                then(*self);
+            }));
         }
 
         // A stopped acquisition whose claim may have landed reads it back once before giving up,
@@ -439,11 +447,8 @@ private:
                                   }));
                 return;
             case t::wait:
-                acquire_timer.expires_at(clock.timer_expiry(a.delay));
-                acquire_timer.async_wait(bound([self, gen](error_code ec) {
-                    if (self->closed || ec || !self->acquire_op.current(gen) || self->acquire_stop) return;
-                    self->step_acquire(self->m.acquire_on_wait(self->now()));
-                }));
+                arm(acquire_timer, a.delay, [gen](impl& s) { return s.acquire_op.current(gen) && !s.acquire_stop; },
+                    [](impl& s) { s.step_acquire(s.m.acquire_on_wait(s.now())); });
                 return;
             case t::done:
                 return finish_acquire(a.ec);
@@ -496,17 +501,15 @@ private:
 
         void arm_deadline() {
             unsigned const gen = ++deadline_gen;
-            deadline_timer.expires_at(clock.timer_expiry(m.deadline() - now()));
-            deadline_timer.async_wait(bound([self = this->shared_from_this(), gen](error_code ec) {
-                if (self->closed || ec || gen != self->deadline_gen) return;
-                self->m.on_deadline(self->now());
-                if (self->m.state() == lease_state::lost) {
-                    self->stop_renewal();
-                    self->notify_waiters(errc::lease_lost);
-                } else if (self->m.state() == lease_state::held && self->renew_io) {
-                    self->arm_deadline(); // fired a hair early; the deadline has not passed by our clock
+            arm(deadline_timer, m.deadline() - now(), [gen](impl& s) { return gen == s.deadline_gen; }, [](impl& s) {
+                s.m.on_deadline(s.now());
+                if (s.m.state() == lease_state::lost) {
+                    s.stop_renewal();
+                    s.notify_waiters(errc::lease_lost);
+                } else if (s.m.state() == lease_state::held && s.renew_io) {
+                    s.arm_deadline(); // fired a hair early; the deadline has not passed by our clock
                 }
-            }));
+            });
         }
 
         void stop_renewal() {
@@ -522,12 +525,11 @@ private:
             unsigned const gen = renew_gen;
             switch (a.what) {
             case t::wait:
-                renew_timer.expires_at(clock.timer_expiry(std::min(a.delay, m.deadline() - now())));
-                renew_timer.async_wait(bound([self, gen](error_code ec) {
-                    if (self->closed || ec || gen != self->renew_gen) return;
-                    if (self->lose_if_past_deadline()) return;
-                    self->step_renew(self->m.renew_on_wait(self->now()));
-                }));
+                arm(renew_timer, std::min(a.delay, m.deadline() - now()), [gen](impl& s) { return gen == s.renew_gen; },
+                    [](impl& s) {
+                        if (s.lose_if_past_deadline()) return;
+                        s.step_renew(s.m.renew_on_wait(s.now()));
+                    });
                 return;
             case t::write:
                 arm_deadline();
@@ -618,11 +620,8 @@ private:
                 return;
             case t::wait: {
                 unsigned const gen = ++release_gen;
-                release_timer.expires_at(clock.timer_expiry(a.delay));
-                release_timer.async_wait(bound([self, gen](error_code ec) {
-                    if (self->closed || ec || gen != self->release_gen) return;
-                    self->step_release(self->m.release_on_wait(self->now()));
-                }));
+                arm(release_timer, a.delay, [gen](impl& s) { return gen == s.release_gen; },
+                    [](impl& s) { s.step_release(s.m.release_on_wait(s.now())); });
                 return;
             }
             case t::done:

@@ -46,6 +46,7 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 
 #include <concepts>
@@ -169,6 +170,20 @@ namespace detail {
 template <class Executor, class Handler, class Result>
 void post_completion(Executor const& ex, Handler&& h, error_code ec, Result&& r) {
     boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), ec, std::forward<Result>(r)));
+}
+
+// How a backend that does its work in the initiating function offers it as an asynchronous
+// operation with completion `void(error_code, Result)`: `work(result)` runs at initiation and
+// returns the error; the handler runs later, never inline, on its associated executor (`ex` by default).
+template <class Result, class Executor, class Token, class Work>
+auto async_at_once(Executor const& ex, Token&& token, Work work) {
+    return boost::asio::async_initiate<Token, void(error_code, Result)>(
+        [ex](auto handler, Work w) {
+            Result r;
+            error_code ec = w(r);
+            post_completion(ex, std::move(handler), ec, std::move(r));
+        },
+        token, std::move(work));
 }
 
 // Handlers with exactly the signatures the concept names, for checking backends.

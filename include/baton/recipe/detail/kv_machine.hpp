@@ -13,6 +13,7 @@
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
+#include <baton/store/detail/settling_write.hpp>
 #include <baton/store/settlement.hpp>
 #include <baton/store/record_store.hpp>
 
@@ -168,15 +169,6 @@ struct kv_expect {
 
 enum class kv_op { put, erase, update };
 
-struct kv_action {
-    enum class type { read, write, wait, compute, done };
-    type what = type::done;
-    std::string body;                       // write
-    precondition pc = precondition::none(); // write
-    std::chrono::nanoseconds delay{0};      // wait
-    error_code ec;                          // done
-};
-
 struct kv_attempt {
     std::string nonce;
     std::uint64_t version = 0; // the logical version it writes
@@ -185,30 +177,31 @@ struct kv_attempt {
 };
 
 // One kv write. `Retry` is the RetryPolicy (held by reference: copies share its budget).
-// `Rng` draws nonces and jitter. For `update`, a `compute` action hands the current value
-// (`current()`) to the caller, who answers with `on_computed`.
+// `Rng` draws nonces and jitter. For `update`, a `compute` step hands the current value
+// (`current()`) to the caller, who answers with `on_computed`. The retry, pacing and
+// settlement rules are settling_write's.
 template <class Retry, class Rng>
-class kv_write_machine {
+class kv_write_machine : public settling_write<kv_write_machine<Retry, Rng>, kv_attempt, Retry, Rng> {
+    using base = settling_write<kv_write_machine<Retry, Rng>, kv_attempt, Retry, Rng>;
+    friend base;
+
 public:
-    // Rounds of "refused, read, write again" (put without condition, update) before the write
-    // reports contention; from the third on, after a jittered pause.
-    static constexpr unsigned max_contention_rounds = 64;
     // Highest logical version: a key that reached it takes no more writes.
     static constexpr std::uint64_t max_version = ~std::uint64_t(0);
 
     kv_write_machine(kv_op op, std::string value, kv_expect expect, std::optional<kv_seen> known, Retry& retry, Rng& rng)
-        : op_(op), value_(std::move(value)), expect_(expect), known_(std::move(known)), retry_(retry), rng_(rng),
+        : base(retry, rng), op_(op), value_(std::move(value)), expect_(expect), known_(std::move(known)),
           floor_(known_ ? known_->version : 0) {}
 
     // The first step: one request when what this client saw last lets it name the version to
     // replace (`matches` then checks that it still holds); a read first otherwise. A guess is
     // never a verdict: a refusal of a write made on a guess is followed by a read.
-    kv_action start() {
+    write_step start() {
         using k = kv_expect::kind;
         if (op_ == kv_op::update) return read();
         if (expect_.which == k::version && expect_.version == 0) {
             diag_.message = "version 0 names no value (versions start at 1)";
-            return done(errc::invalid_argument);
+            return finish(errc::invalid_argument);
         }
         if (op_ == kv_op::put && !known_ && expect_.which == k::absent) return write_new(1, fence_over(0), precondition::absent(), {});
         if (known_) {
@@ -223,14 +216,14 @@ public:
         return read();
     }
 
-    kv_action on_put(error_code ec, put_result const& r) {
+    write_step on_put(error_code ec, put_result const& r) {
         ++requests_;
         if (!ec) {
             version_ = inflight_.version;
             written_ = true;
             seen_ = kv_seen{r.version, inflight_.version, op_ != kv_op::erase, inflight_.fence, inflight_.nonce, inflight_recent_};
-            retry_.on_success(attempts_ + 1);
-            return done({});
+            succeeded();
+            return finish({});
         }
         diag_ = r.diag;
         if (ec == errc::precondition_failed || ec == errc::not_found) {
@@ -238,26 +231,18 @@ public:
             // verdict from the next read; rounds are counted all the same, so that a store that
             // keeps refusing writes its reads say should pass (a lagging replica, a store that
             // mishandles If-Match) is paced and then reported, not hammered forever.
-            if (++rounds_ > max_contention_rounds) {
-                diag_.message = expect_.which == kv_expect::kind::none
-                                    ? "the record changed under " + std::to_string(max_contention_rounds) +
-                                          " writes in a row (heavy contention on one key)"
-                                    : "the store refused " + std::to_string(max_contention_rounds) +
-                                          " writes in a row whose condition its reads showed to hold";
-                return done(errc::precondition_failed);
-            }
-            if (rounds_ <= 2) {
-                if (r.current) return decide(*r.current);
-                return read();
-            }
-            return contention_pause();
-        }
-        if (ec == boost::asio::error::operation_aborted) {
-            // Cancelled after it may have been sent: settle once, uncancellable, then report.
-            doubts_.in_doubt(inflight_);
-            stopping_ = true;
+            if (auto s = contention_round([this] {
+                    return expect_.which == kv_expect::kind::none
+                               ? "the record changed under " + std::to_string(base::max_contention_rounds) +
+                                     " writes in a row (heavy contention on one key)"
+                               : "the store refused " + std::to_string(base::max_contention_rounds) +
+                                     " writes in a row whose condition its reads showed to hold";
+                }))
+                return *s;
+            if (r.current) return decide(*r.current);
             return read();
         }
+        if (ec == boost::asio::error::operation_aborted) return cancelled_after_sending(inflight_);
         if (outcome_unknown(ec)) {
             doubts_.in_doubt(inflight_);
             if (ec == errc::throttled) return backoff(ec, /*always_read=*/true);
@@ -270,7 +255,7 @@ public:
         return backoff(ec, false);
     }
 
-    kv_action on_get(error_code ec, get_result const& r) {
+    write_step on_get(error_code ec, get_result const& r) {
         ++requests_;
         if (ec) {
             diag_ = r.diag;
@@ -282,22 +267,13 @@ public:
         return decide(*r.found);
     }
 
-    kv_action on_wait() { return next_is_read_ ? read() : write_again(); }
-
-    // The caller's cancellation arrived at a wait: nothing more is written, and a write in doubt is settled first.
-    kv_action on_cancel() {
-        if (doubts_.empty()) return done(boost::asio::error::operation_aborted);
-        stopping_ = true;
-        return read();
-    }
-
     // update: the new value, or nothing to leave the record as it is.
-    kv_action on_computed(std::optional<std::string> value) {
+    write_step on_computed(std::optional<std::string> value) {
         if (!value) {
             // Nothing to write, but an earlier round's write may still land: settle it first.
             if (!doubts_.empty()) return look_again();
             version_ = current_live_ ? current_version_ : 0;
-            return done({});
+            return finish({});
         }
         value_ = std::move(*value);
         return write_over_current();
@@ -308,7 +284,6 @@ public:
     std::optional<std::string> const& current() const noexcept { return current_value_; }
     std::uint64_t current_version() const noexcept { return current_live_ ? current_version_ : 0; }
 
-    bool stopping() const noexcept { return stopping_; }
     // The logical version written (or, when nothing needed writing, the one found).
     std::uint64_t version() const noexcept { return version_; }
     bool written() const noexcept { return written_; }
@@ -316,46 +291,45 @@ public:
     std::uint64_t winning_token() const noexcept { return winning_; }
     // update, at a `compute` action: the key's fence.
     std::uint64_t current_fence() const noexcept { return current_fence_; }
-    unsigned requests() const noexcept { return requests_; }
-    bool settled_by_read() const noexcept { return settled_; }
-    diagnostics const& diag() const noexcept { return diag_; }
     // What to remember for this key after the call, if anything reliable is known.
     std::optional<kv_seen> const& last_seen() const noexcept { return seen_; }
 
 private:
     using kind = kv_expect::kind;
+    using base::backoff;
+    using base::cancelled_after_sending;
+    using base::compute;
+    using base::contention_round;
+    using base::diag_;
+    using base::doubts_;
+    using base::give_up;
+    using base::read;
+    using base::requests_;
+    using base::settled_;
+    using base::stop_reason_;
+    using base::stopping_;
+    using base::succeeded;
 
-    kv_action read() {
-        last_was_read_ = true;
-        kv_action a;
-        a.what = kv_action::type::read;
-        return a;
-    }
-
-    kv_action write_new(std::uint64_t version, std::uint64_t fence, precondition pc, std::string recent) {
-        inflight_ = kv_attempt{make_nonce(rng_), version, fence, std::move(pc)};
+    write_step write_new(std::uint64_t version, std::uint64_t fence, precondition pc, std::string recent) {
+        inflight_ = kv_attempt{make_nonce(this->rng_), version, fence, std::move(pc)};
         inflight_recent_ = std::move(recent);
         return send_inflight();
     }
-    kv_action write_again() {
-        inflight_.nonce = make_nonce(rng_);
+    write_step write_again() {
+        inflight_.nonce = make_nonce(this->rng_);
         return send_inflight();
     }
-    kv_action send_inflight() {
-        last_was_read_ = false;
-        kv_action a;
-        a.what = kv_action::type::write;
-        a.body = encode_kv(kv_body{inflight_.version, inflight_.nonce, inflight_.fence, inflight_recent_, op_ != kv_op::erase, value_});
-        a.pc = inflight_.pc;
-        return a;
+    write_step send_inflight() {
+        return base::write(encode_kv(kv_body{inflight_.version, inflight_.nonce, inflight_.fence, inflight_recent_, op_ != kv_op::erase, value_}),
+                           inflight_.pc);
     }
 
     // The next version over what the last read found (absent: version 1, written only if still absent).
-    kv_action write_over_current() {
+    write_step write_over_current() {
         if (!current_exists_) return write_new(1, fence_over(0), precondition::absent(), {});
         if (current_version_ == max_version) {
             diag_.message = "the key's version reached 2^64-1; it takes no more writes";
-            return done(errc::invalid_argument);
+            return finish(errc::invalid_argument);
         }
         return write_new(current_version_ + 1, fence_over(current_fence_), precondition::matches(current_store_version_),
                          kv_recent_after(current_nonce_, current_recent_));
@@ -364,49 +338,21 @@ private:
     // The fence a write leaves: the caller's token (checked to be at least the stored one), or the stored one kept.
     std::uint64_t fence_over(std::uint64_t stored) const noexcept { return expect_.fence ? *expect_.fence : stored; }
 
-    kv_action done(error_code ec) {
-        kv_action a;
+    write_step finish(error_code ec) {
+        write_step a;
         a.ec = ec;
         // A refusal keeps what it read; other failures leave nothing reliable to remember.
         if (ec && ec != errc::precondition_failed && ec != errc::fenced) seen_.reset();
         return a;
     }
 
-    kv_action give_up(error_code ec) {
-        if (doubts_.empty()) return done(ec);
-        diag_.message = "a write of this call may have landed and reading the record back failed (" +
-                        error_code(ec).message() + ")";
-        return done(errc::unknown_outcome);
-    }
-
     // A stopped call reports why it stopped, unless a write of it may still land: then its fate is unknown.
-    kv_action stop() {
+    write_step stop() {
         if (!doubts_.empty() && stop_reason_ != boost::asio::error::operation_aborted) {
             diag_.message = "a write of this call may still land (it waits in the network on a version that still holds)";
-            return done(errc::unknown_outcome);
+            return finish(errc::unknown_outcome);
         }
-        return done(stop_reason_);
-    }
-
-    // Waits per the retry policy, then reads (to settle, or after a failed read) or writes again.
-    kv_action backoff(error_code ec, bool always_read) {
-        ++attempts_;
-        auto const d = retry_.on_failure(ec, attempts_, uniform());
-        next_is_read_ = always_read || !doubts_.empty() || last_was_read_;
-        if (d.retry) {
-            kv_action a;
-            a.what = kv_action::type::wait;
-            a.delay = std::clamp(d.delay, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
-            return a;
-        }
-        if (!doubts_.empty() && !stopping_) {
-            // Out of retries with a write in doubt: one last read settles it; if it did not
-            // land, the caller is told this failure.
-            stopping_ = true;
-            stop_reason_ = ec;
-            return read();
-        }
-        return give_up(ec);
+        return finish(stop_reason_);
     }
 
     // Looks for the writes in doubt in a record read back (`found`; none: the key is absent):
@@ -440,7 +386,7 @@ private:
     }
 
     // Reads again after the retry policy's pause (a stale read is a transient failure).
-    kv_action look_again() {
+    write_step look_again() {
         blame_.reset();
         diag_.clear();
         diag_.message = "reads showed the record older than this call knows it to be (a lagging replica), or a "
@@ -448,17 +394,17 @@ private:
         return backoff(errc::unknown_outcome, /*always_read=*/true);
     }
 
-    kv_action refuse(std::uint64_t found_version, bool live) {
+    write_step refuse(std::uint64_t found_version, bool live) {
         diag_.clear();
         auto const shown = [](std::uint64_t v, bool l) { return l ? "version " + std::to_string(v) : std::string("no value"); };
         std::string expected = expect_.which == kind::absent ? std::string("no value") : "version " + std::to_string(expect_.version);
         diag_.message = "expected " + expected + ", found " + shown(found_version, live);
         current_version_ = found_version;
         current_live_ = live;
-        return done(errc::precondition_failed);
+        return finish(errc::precondition_failed);
     }
 
-    kv_action decide_absent() {
+    write_step decide_absent() {
         settle(nullptr);
         if (stopping_) return stop();
         if (read_is_stale(0) || floor_ > 0) return look_again();
@@ -474,16 +420,16 @@ private:
             return compute();
         case kv_op::erase:
             if (expect_.which == kind::version) return refuse(0, false);
-            return done({}); // nothing to erase
+            return finish({}); // nothing to erase
         case kv_op::put:
             if (expect_.which == kind::version) return refuse(0, false);
             return write_over_current();
         }
-        return done({});
+        return finish({});
     }
 
     // The record as it is now decides: a write of ours landed, the condition fails, or write over it.
-    kv_action decide(record const& found) {
+    write_step decide(record const& found) {
         kv_body b;
         diagnostics d;
         if (auto ec = decode_kv(found.body, b, d)) {
@@ -491,22 +437,22 @@ private:
             diag_.message += " (key " + found.key + ")";
             if (!doubts_.empty()) { // ours may have landed before something else overwrote the key
                 diag_.message = "a write of this call may have landed; the key now holds something else: " + diag_.message;
-                return done(errc::unknown_outcome);
+                return finish(errc::unknown_outcome);
             }
-            return done(ec);
+            return finish(ec);
         }
         seen_ = kv_seen{found.version, b.version, b.live, b.fence, b.nonce, b.recent};
         if (auto mine = settle(&b)) {
             settled_ = true;
             written_ = true;
             version_ = mine->version;
-            retry_.on_success(attempts_ + 1);
-            return done({});
+            succeeded();
+            return finish({});
         }
         if (lost_track_) {
             diag_.message = "a write of this call may have landed: the record moved on by more than " +
                             std::to_string(kv_recent_writes) + " writes before it could be read back";
-            return done(errc::unknown_outcome);
+            return finish(errc::unknown_outcome);
         }
         if (!stopping_ && (read_is_stale(b.version) || b.version < floor_)) return look_again();
         floor_ = std::max(floor_, b.version);
@@ -526,7 +472,7 @@ private:
             diag_.clear();
             diag_.message = "token " + std::to_string(*expect_.fence) + " is below token " + std::to_string(b.fence) +
                             " already accepted for this key";
-            return done(errc::fenced);
+            return finish(errc::fenced);
         }
         switch (op_) {
         case kv_op::update:
@@ -535,7 +481,7 @@ private:
             if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
             if (!b.live) {
                 version_ = 0;
-                return done({}); // already erased: no value
+                return finish({}); // already erased: no value
             }
             return write_over_current();
         case kv_op::put:
@@ -543,54 +489,29 @@ private:
             if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
             return write_over_current();
         }
-        return done({});
+        return finish({});
     }
 
     // After an ambiguous answer was read back and did not land: while it still may land (the record
     // is as it assumed), the failure is the service's and the retry policy spaces the next look;
     // if the record moved on, the write lost a race: a contention round.
-    std::optional<kv_action> after_settling() {
+    std::optional<write_step> after_settling() {
         if (!blame_) return std::nullopt;
         error_code const ec = *blame_;
         blame_.reset();
         if (!doubts_.empty()) return backoff(ec, /*always_read=*/true);
         if (expect_.which != kind::none) return std::nullopt; // a condition: the read gives the verdict
-        if (++rounds_ > max_contention_rounds) {
-            diag_.message = "the record changed under " + std::to_string(max_contention_rounds) +
-                            " writes in a row (heavy contention on one key)";
-            return done(errc::precondition_failed);
-        }
-        if (rounds_ <= 2) return std::nullopt;
-        return contention_pause();
+        return contention_round([] {
+            return "the record changed under " + std::to_string(base::max_contention_rounds) +
+                   " writes in a row (heavy contention on one key)";
+        });
     }
-
-    // Many writers on one key: spread the next rounds out (full jitter, doubling, at most 1 s), then read.
-    kv_action contention_pause() {
-        std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
-            std::chrono::milliseconds(5) * (1LL << std::min(rounds_ - 3, 8u)), std::chrono::seconds(1));
-        next_is_read_ = true;
-        kv_action a;
-        a.what = kv_action::type::wait;
-        a.delay = std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count())));
-        return a;
-    }
-
-    kv_action compute() {
-        kv_action a;
-        a.what = kv_action::type::compute;
-        return a;
-    }
-
-    double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
     kv_op op_;
     std::string value_;
     kv_expect expect_;
     std::optional<kv_seen> known_;
-    Retry& retry_;
-    Rng& rng_;
     kv_attempt inflight_;
-    settlement_ledger<kv_attempt> doubts_;
     // What the last read found.
     bool current_exists_ = false;
     bool current_live_ = false;
@@ -609,17 +530,8 @@ private:
 
     std::uint64_t version_ = 0;
     std::optional<kv_seen> seen_;
-    unsigned attempts_ = 0;
-    unsigned rounds_ = 0;
-    unsigned requests_ = 0;
     bool written_ = false;
-    bool next_is_read_ = false;
-    bool last_was_read_ = false;
-    bool stopping_ = false;
-    error_code stop_reason_ = boost::asio::error::operation_aborted; // what a stopped write that did not land reports
-    bool settled_ = false;
     std::optional<error_code> blame_; // an ambiguous answer whose read-back is in flight
-    diagnostics diag_;
 };
 
 } // namespace baton::detail

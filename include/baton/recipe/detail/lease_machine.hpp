@@ -470,13 +470,19 @@ private:
         return std::chrono::nanoseconds(static_cast<std::int64_t>((0.5 + 0.5 * uniform()) * static_cast<double>(poll.count())));
     }
 
-    // Acquire-side failure handling: retry per policy; waiting acquisitions
-    // keep going at the poll interval while errors are transient.
-    lease_action retry_or_fail(error_code ec, after_wait next) {
+    // The retry policy's pause before attempt `attempt_ + 1` (then `next`), or nothing when it gives up.
+    std::optional<lease_action> policy_pause(error_code ec, after_wait next) {
         ++attempt_;
         next_after_wait_ = next;
         auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
         if (d.retry) return lease_action::wait(d.delay);
+        return std::nullopt;
+    }
+
+    // Acquire-side failure handling: retry per policy; waiting acquisitions
+    // keep going at the poll interval while errors are transient.
+    lease_action retry_or_fail(error_code ec, after_wait next) {
+        if (auto pause = policy_pause(ec, next)) return *pause;
         if (!is_retryable(ec)) { // a missing bucket or table, auth, bad input: final
             state_ = lease_state::idle;
             return lease_action::done(ec);
@@ -501,10 +507,7 @@ private:
     // Renewals never give up before the deadline: the policy spaces attempts
     // within a round; between rounds, a quarter renew interval.
     lease_action backoff_renew(error_code ec, after_wait next) {
-        ++attempt_;
-        next_after_wait_ = next;
-        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
-        if (d.retry) return lease_action::wait(d.delay);
+        if (auto pause = policy_pause(ec, next)) return *pause;
         attempt_ = 0;
         return lease_action::wait(std::chrono::nanoseconds(renew_interval_) / 4);
     }
@@ -534,10 +537,7 @@ private:
     lease_action release_write(own_time now) { return rewrite_own(now, true); }
 
     lease_action backoff_release(error_code ec, after_wait next) {
-        ++attempt_;
-        next_after_wait_ = next;
-        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
-        if (d.retry) return lease_action::wait(d.delay);
+        if (auto pause = policy_pause(ec, next)) return *pause;
         return release_failed(ec);
     }
 

@@ -1,0 +1,175 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_STORE_DETAIL_SETTLING_WRITE_HPP
+#define BATON_STORE_DETAIL_SETTLING_WRITE_HPP
+
+// Layer: store, internal. What every sans-I/O machine of one settled write shares (fenced, kv,
+// and the recipes after them): the steps it asks its driver for, the retry policy's pauses,
+// the pacing of contention, and the rule of settlement (DESIGN §4) that a write whose answer
+// was ambiguous or cancelled is read back before anything is retried or reported. The recipe's
+// machine decides what a record means; this base decides when to read, wait or give up.
+
+#include <baton/core/error.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/store/record_store.hpp>
+#include <baton/store/settlement.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace baton::detail {
+
+// What a write machine asks its driver to do next.
+struct write_step {
+    enum class type {
+        read,    // read the record; answer with on_get
+        write,   // put `body` under `pc`; answer with on_put
+        wait,    // wait `delay`; answer with on_wait (or on_cancel when cancelled)
+        compute, // hand the current value to the caller's function (kv update); answer with on_computed
+        done,    // finished with `ec`
+    };
+    type what = type::done;
+    std::string body;                       // write
+    precondition pc = precondition::none(); // write
+    std::chrono::nanoseconds delay{0};      // wait
+    error_code ec;                          // done
+};
+
+/* The shared half of a settled write. `Derived` provides:
+     write_step finish(error_code)  the done step, after noting what to remember of the key;
+     write_step write_again()       the last write again, with a fresh nonce.
+   `Attempt` is what the ledger keeps of a write in doubt (it has a `nonce`). `Retry` is the
+   RetryPolicy (held by reference: copies share its budget); `Rng` draws nonces and jitter. */
+template <class Derived, class Attempt, class Retry, class Rng>
+class settling_write {
+public:
+    // Rounds of "refused, read, write again" before the write reports contention (from the
+    // third on, after a jittered pause).
+    static constexpr unsigned max_contention_rounds = 64;
+
+    // The pause asked for has passed.
+    write_step on_wait() { return next_is_read_ ? read() : self().write_again(); }
+
+    // The caller's cancellation arrived at a wait: nothing more is written, and a write in doubt is settled first.
+    write_step on_cancel() {
+        if (doubts_.empty()) return self().finish(boost::asio::error::operation_aborted);
+        stopping_ = true;
+        return read();
+    }
+
+    // True once the call is only settling what it sent: the driver must not cancel that read.
+    bool stopping() const noexcept { return stopping_; }
+    unsigned requests() const noexcept { return requests_; }
+    bool settled_by_read() const noexcept { return settled_; }
+    diagnostics const& diag() const noexcept { return diag_; }
+
+protected:
+    settling_write(Retry& retry, Rng& rng) : retry_(retry), rng_(rng) {}
+
+    write_step read() {
+        last_was_read_ = true;
+        write_step s;
+        s.what = write_step::type::read;
+        return s;
+    }
+
+    write_step write(std::string body, precondition pc) {
+        last_was_read_ = false;
+        write_step s;
+        s.what = write_step::type::write;
+        s.body = std::move(body);
+        s.pc = std::move(pc);
+        return s;
+    }
+
+    static write_step compute() {
+        write_step s;
+        s.what = write_step::type::compute;
+        return s;
+    }
+
+    // The write in flight was cancelled after it may have been sent: settle once, uncancellable, then report.
+    write_step cancelled_after_sending(Attempt inflight) {
+        doubts_.in_doubt(std::move(inflight));
+        stopping_ = true;
+        return read();
+    }
+
+    // Fails with `ec`, or with unknown_outcome when a write of this call may have landed.
+    write_step give_up(error_code ec) {
+        if (doubts_.empty()) return self().finish(ec);
+        diag_.message = "a write of this call may have landed and reading the record back failed (" +
+                        error_code(ec).message() + ")";
+        return self().finish(errc::unknown_outcome);
+    }
+
+    // Waits per the retry policy, then reads (to settle, or after a failed read) or writes again.
+    write_step backoff(error_code ec, bool always_read) {
+        ++attempts_;
+        auto const d = retry_.on_failure(ec, attempts_, uniform());
+        next_is_read_ = always_read || !doubts_.empty() || last_was_read_;
+        if (d.retry) {
+            write_step s;
+            s.what = write_step::type::wait;
+            s.delay = std::clamp(d.delay, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
+            return s;
+        }
+        if (!doubts_.empty() && !stopping_) {
+            // Out of retries with a write in doubt: one last read settles it; if it did not
+            // land, the caller is told this failure.
+            stopping_ = true;
+            stop_reason_ = ec;
+            return read();
+        }
+        return give_up(ec);
+    }
+
+    // One more round lost to another writer (or refused): past max_contention_rounds the call fails
+    // with precondition_failed and `exhausted()` as its message; the first two rounds go on at once
+    // (nothing returned); later ones read again after a jittered, doubling pause (at most 1 s).
+    template <class Message>
+    std::optional<write_step> contention_round(Message exhausted) {
+        if (++rounds_ > max_contention_rounds) {
+            diag_.message = exhausted();
+            return self().finish(errc::precondition_failed);
+        }
+        if (rounds_ <= 2) return std::nullopt;
+        std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
+            std::chrono::milliseconds(5) * (1LL << std::min(rounds_ - 3, 8u)), std::chrono::seconds(1));
+        next_is_read_ = true;
+        write_step s;
+        s.what = write_step::type::wait;
+        s.delay = std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count())));
+        return s;
+    }
+
+    // A write (or the settling of one) succeeded after this many failed attempts.
+    void succeeded() { retry_.on_success(attempts_ + 1); }
+
+    double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+    Retry& retry_;
+    Rng& rng_;
+    settlement_ledger<Attempt> doubts_;
+    unsigned attempts_ = 0;
+    unsigned rounds_ = 0;
+    unsigned requests_ = 0;
+    bool next_is_read_ = false;
+    bool last_was_read_ = false;
+    bool stopping_ = false;
+    error_code stop_reason_ = boost::asio::error::operation_aborted; // what a stopped write that did not land reports
+    bool settled_ = false;
+    diagnostics diag_;
+
+private:
+    Derived& self() noexcept { return static_cast<Derived&>(*this); }
+};
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,246 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+// The settled-write machines (fenced, kv) driven directly, without I/O: every step they ask
+// for is answered by hand, so each rule of settlement is pinned to the step where it applies.
+
+#include <baton/recipe/detail/fenced_machine.hpp>
+#include <baton/recipe/detail/kv_machine.hpp>
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/error.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+namespace {
+
+using baton::errc;
+using baton::error_code;
+using baton::get_result;
+using baton::precondition;
+using baton::put_result;
+using baton::record;
+using step = baton::detail::write_step;
+using kind = baton::detail::write_step::type;
+
+// Retries every retryable failure at once, up to `max` attempts; counts what the machine reports.
+struct counting_retry {
+    unsigned max = 3;
+    unsigned failures = 0;
+    unsigned successes = 0;
+    baton::retry_decision on_failure(error_code const& ec, unsigned n, double) {
+        ++failures;
+        baton::retry_decision d;
+        d.retry = baton::is_retryable(ec) && n < max;
+        d.delay = std::chrono::milliseconds(10);
+        return d;
+    }
+    void on_success(unsigned) { ++successes; }
+};
+
+using fenced_machine = baton::detail::fenced_write_machine<counting_retry, std::mt19937_64>;
+using kv_machine = baton::detail::kv_write_machine<counting_retry, std::mt19937_64>;
+
+get_result found(std::string version, std::string body) {
+    get_result g;
+    g.found = record{"k", std::move(body), std::move(version)};
+    return g;
+}
+
+} // namespace
+
+TEST_CASE("fenced machine: a timed-out write is read back and adopted when its nonce landed") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, std::nullopt, retry, rng);
+    step s = m.start();
+    REQUIRE(s.what == kind::read); // nothing known: read first
+    s = m.on_get({}, get_result{});
+    REQUIRE(s.what == kind::write);
+    CHECK(s.pc.which() == precondition::kind::absent);
+    std::string const body = s.body;
+    s = m.on_put(errc::timeout, put_result{});
+    REQUIRE(s.what == kind::wait); // the policy's pause, then a read: never a blind second write
+    s = m.on_wait();
+    REQUIRE(s.what == kind::read);
+    s = m.on_get({}, found("v1", body));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(m.settled_by_read());
+    CHECK(m.version() == "v1");
+    CHECK(m.requests() == 3);
+    CHECK(retry.successes == 1);
+}
+
+TEST_CASE("fenced machine: a higher token in the record refuses the write; the machine remembers what it read") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, std::nullopt, retry, rng);
+    REQUIRE(m.start().what == kind::read);
+    step s = m.on_get({}, found("v9", baton::detail::encode_fenced(9, "ab", "theirs")));
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::fenced);
+    CHECK(m.winning_token() == 9);
+    REQUIRE(m.last_seen());
+    CHECK(m.last_seen()->version == "v9");
+}
+
+TEST_CASE("fenced machine: a cancellation after sending settles with one read, then reports the cancellation") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, baton::detail::fenced_seen{"v1", 4}, retry, rng);
+    step s = m.start();
+    REQUIRE(s.what == kind::write); // known version with a lower token: one request
+    CHECK(s.pc.which() == precondition::kind::matches);
+    s = m.on_put(boost::asio::error::operation_aborted, put_result{});
+    REQUIRE(s.what == kind::read);
+    CHECK(m.stopping()); // the driver must not cancel this read
+    s = m.on_get({}, found("v1", baton::detail::encode_fenced(4, "cd", "old")));
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == boost::asio::error::operation_aborted);
+}
+
+TEST_CASE("fenced machine: refusals past the contention limit fail with precondition_failed, paced from the third") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, std::nullopt, retry, rng);
+    step s = m.start();
+    unsigned waits = 0;
+    for (unsigned round = 0; round < 200 && s.what != kind::done; ++round) {
+        if (s.what == kind::read) s = m.on_get({}, found("v" + std::to_string(round), baton::detail::encode_fenced(1, "ee", "x")));
+        else if (s.what == kind::write) s = m.on_put(errc::precondition_failed, put_result{});
+        else if (s.what == kind::wait) {
+            ++waits;
+            CHECK(s.delay <= std::chrono::seconds(1));
+            s = m.on_wait();
+        }
+    }
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::precondition_failed);
+    CHECK(waits == fenced_machine::max_contention_rounds - 2);
+}
+
+TEST_CASE("fenced machine: out of retries with a write in doubt, one last read decides; not landed reports the failure") {
+    counting_retry retry;
+    retry.max = 1;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, baton::detail::fenced_seen{"v1", 4}, retry, rng);
+    REQUIRE(m.start().what == kind::write);
+    step s = m.on_put(errc::service_unavailable, put_result{});
+    REQUIRE(s.what == kind::read);
+    CHECK(m.stopping());
+    s = m.on_get({}, found("v1", baton::detail::encode_fenced(4, "cd", "old")));
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::service_unavailable);
+}
+
+TEST_CASE("fenced machine: the settling read failing too reports unknown_outcome") {
+    counting_retry retry;
+    retry.max = 1;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, baton::detail::fenced_seen{"v1", 4}, retry, rng);
+    REQUIRE(m.start().what == kind::write);
+    REQUIRE(m.on_put(errc::timeout, put_result{}).what == kind::read);
+    step s = m.on_get(errc::timeout, get_result{});
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::unknown_outcome);
+}
+
+TEST_CASE("kv machine: version(0) is refused at the first step, before any request") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    baton::detail::kv_expect e;
+    e.which = baton::detail::kv_expect::kind::version;
+    e.version = 0;
+    kv_machine m(baton::detail::kv_op::put, "v", e, std::nullopt, retry, rng);
+    step s = m.start();
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::invalid_argument);
+    CHECK(m.requests() == 0);
+}
+
+TEST_CASE("kv machine: an update computes on what it read and writes the next version over it") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    kv_machine m(baton::detail::kv_op::update, "", {}, std::nullopt, retry, rng);
+    REQUIRE(m.start().what == kind::read);
+    baton::detail::kv_body b;
+    b.version = 4;
+    b.nonce = "0123456789abcdef0123456789abcdef";
+    b.value = "old";
+    step s = m.on_get({}, found("s4", baton::detail::encode_kv(b)));
+    REQUIRE(s.what == kind::compute);
+    REQUIRE(m.current());
+    CHECK(*m.current() == "old");
+    CHECK(m.current_version() == 4);
+    s = m.on_computed(std::string("new"));
+    REQUIRE(s.what == kind::write);
+    CHECK(s.pc.which() == precondition::kind::matches);
+    CHECK(s.pc.version() == "s4");
+    baton::detail::kv_body written;
+    baton::diagnostics d;
+    REQUIRE(!baton::detail::decode_kv(s.body, written, d));
+    CHECK(written.version == 5);
+    CHECK(written.value == "new");
+    CHECK(written.recent.starts_with("0123456789abcdef"));
+    s = m.on_put({}, put_result{"s5", {}, {}});
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(m.version() == 5);
+    CHECK(m.written());
+}
+
+TEST_CASE("kv machine: a lost answer whose write another writer overwrote is found among the recent writers") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    baton::detail::kv_expect none;
+    kv_machine m(baton::detail::kv_op::put, "mine", none, baton::detail::kv_seen{"s1", 1, true, 0, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ""}, retry, rng);
+    step s = m.start();
+    REQUIRE(s.what == kind::write);
+    baton::detail::kv_body mine;
+    baton::diagnostics d;
+    REQUIRE(!baton::detail::decode_kv(s.body, mine, d));
+    CHECK(mine.version == 2);
+    s = m.on_put(errc::timeout, put_result{});
+    REQUIRE(s.what == kind::read); // settle first, blame later
+    baton::detail::kv_body theirs;
+    theirs.version = 3;
+    theirs.nonce = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    theirs.recent = baton::detail::kv_recent_after(mine.nonce, mine.recent);
+    theirs.value = "theirs";
+    s = m.on_get({}, found("s3", baton::detail::encode_kv(theirs)));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(m.settled_by_read());
+    CHECK(m.version() == 2); // its own write, never applied twice
+}
+
+TEST_CASE("kv machine: a read older than what the call already knows is a lagging replica and decides nothing") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    baton::detail::kv_expect e;
+    e.which = baton::detail::kv_expect::kind::version;
+    e.version = 7;
+    kv_machine m(baton::detail::kv_op::put, "v", e, baton::detail::kv_seen{"s7", 7, true, 0, "aa", ""}, retry, rng);
+    REQUIRE(m.start().what == kind::write);
+    REQUIRE(m.on_put(errc::precondition_failed, put_result{}).what == kind::read);
+    step s = m.on_get({}, get_result{}); // absent: but the key had version 7, and records are never removed
+    REQUIRE(s.what == kind::wait);
+    CHECK(m.diag().message.find("lagging replica") != std::string::npos);
+    REQUIRE(m.on_wait().what == kind::read);
+}
+
+TEST_CASE("kv machine: cancelled while paused with nothing in doubt ends at once") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    kv_machine m(baton::detail::kv_op::put, "v", {}, std::nullopt, retry, rng);
+    REQUIRE(m.start().what == kind::read);
+    step s = m.on_get(errc::service_unavailable, get_result{});
+    REQUIRE(s.what == kind::wait);
+    s = m.on_cancel();
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == boost::asio::error::operation_aborted);
+    CHECK(!m.stopping());
+}
