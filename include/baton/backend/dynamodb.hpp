@@ -297,11 +297,7 @@ private:
     }
 
     error_code check_key(std::string const& key, diagnostics& diag) const {
-        if (key.empty() || key.size() > store_limits::max_key_bytes) {
-            diag.message = "key must be 1 to " + std::to_string(store_limits::max_key_bytes) + " bytes (it is " +
-                           std::to_string(key.size()) + ")";
-            return errc::invalid_argument;
-        }
+        if (auto ec = store_limits::check_key(key, diag)) return ec;
         if (!detail::is_utf8(key)) {
             diag.message = "key must be valid UTF-8 (DynamoDB S attributes are)";
             return errc::invalid_argument;

@@ -287,17 +287,8 @@ private:
 
         std::filesystem::path path_of(std::string const& name) const { return params.root / name; }
 
-        static error_code check_key(std::string const& key, diagnostics& diag) {
-            if (key.empty() || key.size() > store_limits::max_key_bytes) {
-                diag.message = "key must be 1 to " + std::to_string(store_limits::max_key_bytes) + " bytes (it is " +
-                               std::to_string(key.size()) + ")";
-                return errc::invalid_argument;
-            }
-            return {};
-        }
-
         error_code name_of(std::string const& key, std::string& name, diagnostics& d) const {
-            if (auto ec = check_key(key, d)) return ec;
+            if (auto ec = store_limits::check_key(key, d)) return ec;
             name = detail::file_store::record_name(key);
             if (name.empty()) {
                 d.message = "cannot hash a long key into a file name (libcrypto SHA-256 failed)";

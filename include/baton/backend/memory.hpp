@@ -133,19 +133,10 @@ private:
         std::uint64_t next_version = 1;
         request_counts counts;
 
-        static error_code check_key(std::string const& key, diagnostics& diag) {
-            if (key.empty() || key.size() > store_limits::max_key_bytes) {
-                diag.message = "key must be 1 to " + std::to_string(store_limits::max_key_bytes) + " bytes (it is " +
-                               std::to_string(key.size()) + ")";
-                return errc::invalid_argument;
-            }
-            return {};
-        }
-
         error_code get(std::string const& key, get_result& r) {
             std::lock_guard lock(mutex);
             ++counts.gets;
-            if (auto ec = check_key(key, r.diag)) return ec;
+            if (auto ec = store_limits::check_key(key, r.diag)) return ec;
             auto it = records.find(key);
             if (it != records.end()) r.found = record{key, it->second.body, it->second.version};
             return {};
@@ -154,7 +145,7 @@ private:
         error_code put(std::string const& key, std::string body, precondition const& pc, put_result& r, bool counted = true) {
             std::lock_guard lock(mutex);
             if (counted) ++counts.puts;
-            if (auto ec = check_key(key, r.diag)) return ec;
+            if (auto ec = store_limits::check_key(key, r.diag)) return ec;
             if (body.size() > params.max_body_bytes) {
                 r.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds the store's limit of " +
                                  std::to_string(params.max_body_bytes);
@@ -179,7 +170,7 @@ private:
         error_code erase(std::string const& key, precondition const& pc, diagnostics& diag, bool counted = true) {
             std::lock_guard lock(mutex);
             if (counted) ++counts.erases;
-            if (auto ec = check_key(key, diag)) return ec;
+            if (auto ec = store_limits::check_key(key, diag)) return ec;
             auto it = records.find(key);
             if (!holds(it, pc)) {
                 if (counted) ++counts.refused;

@@ -53,6 +53,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -162,6 +163,16 @@ struct capabilities {
 struct store_limits {
     /// S3's key limit; DynamoDB's partition key limit is larger.
     static constexpr std::size_t max_key_bytes = 1024;
+
+    /// `errc::invalid_argument`, with the rule in `diag`, unless `key` has 1 to `max_key_bytes` bytes.
+    static error_code check_key(std::string_view key, diagnostics& diag) {
+        if (key.empty() || key.size() > max_key_bytes) {
+            diag.message = "key must be 1 to " + std::to_string(max_key_bytes) + " bytes (it is " +
+                           std::to_string(key.size()) + ")";
+            return errc::invalid_argument;
+        }
+        return {};
+    }
 };
 
 namespace detail {

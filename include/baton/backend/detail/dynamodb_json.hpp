@@ -490,6 +490,20 @@ inline error_code attribute_string(json::value const& v, std::string_view name, 
     return {};
 }
 
+// The record version a `ver` attribute holds: an S value as it is, an N value as "N:<digits>";
+// empty when it is neither.
+inline error_code record_version(json::value const& ver, std::optional<std::string>& out, diagnostics& diag) {
+    std::optional<std::string> s;
+    if (auto ec = attribute_string(ver, version_attribute, "S", s, diag)) return ec;
+    if (s) {
+        out = version_from_s(*s);
+        return {};
+    }
+    if (auto ec = attribute_string(ver, version_attribute, "N", s, diag)) return ec;
+    if (s) out = "N:" + *s;
+    return {};
+}
+
 /** Reads the record in `item` (an Item map): version from `ver` (S or N), bytes from `body` (S or B).
 
     A well-formed item without them was not written by this backend:
@@ -508,19 +522,15 @@ inline error_code parse_item(json::value const& item_value, std::string_view key
                        "' attribute: it was not written by baton's dynamodb_backend";
         return errc::foreign_record;
     }
-    std::optional<std::string> s;
-    if (auto ec = attribute_string(*ver, version_attribute, "S", s, diag)) return ec;
-    if (s) {
-        out.version = version_from_s(*s);
-    } else {
-        if (auto ec = attribute_string(*ver, version_attribute, "N", s, diag)) return ec;
-        if (!s) {
-            diag.message = "the item for key '" + shorten(key, 128) +
-                           "' has a 'ver' attribute that is neither S nor N: it was not written by baton";
-            return errc::foreign_record;
-        }
-        out.version = "N:" + *s;
+    std::optional<std::string> v;
+    if (auto ec = record_version(*ver, v, diag)) return ec;
+    if (!v) {
+        diag.message = "the item for key '" + shorten(key, 128) +
+                       "' has a 'ver' attribute that is neither S nor N: it was not written by baton";
+        return errc::foreign_record;
     }
+    out.version = std::move(*v);
+    std::optional<std::string> s;
     if (auto ec = attribute_string(*body, body_attribute, "S", s, diag)) return ec;
     if (s) {
         out.body = std::move(*s);
@@ -613,14 +623,9 @@ inline error_code parse_scan(std::string_view body, table_ref t, scan_page& out,
             list_entry e;
             if (auto ec = item_key(item, t, e.key, diag)) return ec;
             if (auto const* ver = item.get_object().if_contains(version_attribute)) {
-                std::optional<std::string> s;
-                if (auto ec = attribute_string(*ver, version_attribute, "S", s, diag)) return ec;
-                if (s) {
-                    e.version = version_from_s(*s);
-                } else {
-                    if (auto ec = attribute_string(*ver, version_attribute, "N", s, diag)) return ec;
-                    if (s) e.version = "N:" + *s;
-                }
+                std::optional<std::string> v;
+                if (auto ec = record_version(*ver, v, diag)) return ec;
+                if (v) e.version = std::move(*v);
             }
             out.entries.push_back(std::move(e));
         }

@@ -99,11 +99,7 @@ inline error_code s3_error_in_success(http::response const& res, diagnostics& di
 }
 
 inline error_code s3_check_key(std::string const& key, std::string const& prefix, diagnostics& diag) {
-    if (key.empty() || key.size() > store_limits::max_key_bytes) {
-        diag.message = "key must be 1 to " + std::to_string(store_limits::max_key_bytes) + " bytes (it is " +
-                       std::to_string(key.size()) + ")";
-        return errc::invalid_argument;
-    }
+    if (auto ec = store_limits::check_key(key, diag)) return ec;
     if (prefix.size() + key.size() > store_limits::max_key_bytes) {
         diag.message = "key_prefix and key together exceed S3's limit of " +
                        std::to_string(store_limits::max_key_bytes) + " bytes";

@@ -48,15 +48,9 @@ inline std::string encode_fenced(std::uint64_t token, std::string_view nonce, st
 
 // A record that is not a fenced record of this format is errc::foreign_record, never guessed at.
 inline error_code decode_fenced(std::string_view body, fenced_body& out, diagnostics& d) {
-    auto foreign = [&](char const* why) {
-        d.message = std::string("not a fenced record: ") + why;
-        return error_code(errc::foreign_record);
-    };
-    if (body.substr(0, fenced_magic.size()) != fenced_magic) return foreign("it does not start with \"baton-fenced 1 \"");
-    body.remove_prefix(fenced_magic.size());
-    auto const eol = body.find('\n');
-    if (eol == std::string_view::npos) return foreign("its header line has no end");
-    std::string_view header = body.substr(0, eol);
+    auto foreign = [&](char const* why) { return foreign_record(d, "fenced", why); };
+    std::string_view header, rest;
+    if (auto ec = split_record(body, fenced_magic, "fenced", header, rest, d)) return ec;
     auto const space = header.find(' ');
     if (space == std::string_view::npos) return foreign("its header has no nonce");
     std::string_view digits = header.substr(0, space), nonce = header.substr(space + 1);
@@ -65,7 +59,7 @@ inline error_code decode_fenced(std::string_view body, fenced_body& out, diagnos
     if (!is_nonce(nonce)) return foreign("its nonce is not lowercase hex");
     out.token = token;
     out.nonce = std::string(nonce);
-    out.value = std::string(body.substr(eol + 1));
+    out.value = std::string(rest);
     return {};
 }
 

@@ -93,15 +93,9 @@ inline std::string encode_kv(kv_body const& b) {
 }
 
 inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d) {
-    auto foreign = [&](char const* why) {
-        d.message = std::string("not a kv record: ") + why;
-        return error_code(errc::foreign_record);
-    };
-    if (body.substr(0, kv_magic.size()) != kv_magic) return foreign("it does not start with \"baton-kv 1 \"");
-    body.remove_prefix(kv_magic.size());
-    auto const eol = body.find('\n');
-    if (eol == std::string_view::npos) return foreign("its header line has no end");
-    std::string_view header = body.substr(0, eol);
+    auto foreign = [&](char const* why) { return foreign_record(d, "kv", why); };
+    std::string_view header, rest;
+    if (auto ec = split_record(body, kv_magic, "kv", header, rest, d)) return ec;
     if (header.ends_with(' ')) return foreign("its header has a field it should not");
     auto next_field = [&header]() {
         auto const space = header.find(' ');
@@ -142,8 +136,8 @@ inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d)
             return foreign("its header has a field it should not");
         }
     }
-    if (!b.live && eol + 1 != body.size()) return foreign("its tombstone carries a value");
-    if (b.live) b.value = std::string(body.substr(eol + 1));
+    if (!b.live && !rest.empty()) return foreign("its tombstone carries a value");
+    if (b.live) b.value = std::string(rest);
     out = std::move(b);
     return {};
 }
