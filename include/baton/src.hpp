@@ -16,5 +16,8 @@
 
 #include <baton/core/impl/error.ipp>
 #include <baton/aws/impl/sigv4.ipp>
+#include <baton/aws/impl/profile.ipp>
+#include <baton/aws/impl/xml.ipp>
+#include <baton/backend/impl/dynamodb_json.ipp>
 
 #endif

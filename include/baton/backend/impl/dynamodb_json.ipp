@@ -1,0 +1,565 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_BACKEND_IMPL_DYNAMODB_JSON_IPP
+#define BATON_BACKEND_IMPL_DYNAMODB_JSON_IPP
+// Layer: backends, internal. The compiled part of backend/detail/dynamodb_json.hpp: DynamoDB's
+// JSON requests and replies, built and parsed with Boost.JSON.
+#include <baton/backend/detail/dynamodb_json.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+
+namespace baton::detail::dynamodb {
+
+BATON_DECL std::uint32_t crc32(std::string_view data) noexcept {
+    static constexpr auto table = [] {
+        std::array<std::uint32_t, 256> t{};
+        for (std::uint32_t i = 0; i < 256; ++i) {
+            std::uint32_t c = i;
+            for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            t[i] = c;
+        }
+        return t;
+    }();
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (char ch : data) c = table[(c ^ static_cast<unsigned char>(ch)) & 0xFFu] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+BATON_DECL bool crc32_matches(std::string_view header, std::string_view body) noexcept {
+    if (header.empty() || header.size() > 10) return false;
+    std::uint64_t v = 0;
+    for (char c : header) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return v <= 0xFFFFFFFFu && static_cast<std::uint32_t>(v) == crc32(body);
+}
+
+BATON_DECL std::string base64_encode(std::string_view in) {
+    static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    auto at = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(in[k])); };
+    for (; i + 3 <= in.size(); i += 3) {
+        std::uint32_t const v = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
+        out += alphabet[(v >> 18) & 63];
+        out += alphabet[(v >> 12) & 63];
+        out += alphabet[(v >> 6) & 63];
+        out += alphabet[v & 63];
+    }
+    if (in.size() - i == 1) {
+        std::uint32_t const v = at(i) << 16;
+        out += alphabet[(v >> 18) & 63];
+        out += alphabet[(v >> 12) & 63];
+        out += "==";
+    } else if (in.size() - i == 2) {
+        std::uint32_t const v = (at(i) << 16) | (at(i + 1) << 8);
+        out += alphabet[(v >> 18) & 63];
+        out += alphabet[(v >> 12) & 63];
+        out += alphabet[(v >> 6) & 63];
+        out += '=';
+    }
+    return out;
+}
+
+BATON_DECL bool base64_decode(std::string_view in, std::string& out) {
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    out.clear();
+    if (in.size() % 4 != 0) return false;
+    out.reserve(in.size() / 4 * 3);
+    for (std::size_t i = 0; i < in.size(); i += 4) {
+        bool const last = i + 4 == in.size();
+        int v[4];
+        int pad = 0;
+        for (int k = 0; k < 4; ++k) {
+            char const c = in[i + static_cast<std::size_t>(k)];
+            if (c == '=' && last && k >= 2) {
+                v[k] = 0;
+                ++pad;
+                continue;
+            }
+            if (pad != 0) return false; // data after padding
+            v[k] = value(c);
+            if (v[k] < 0) return false;
+        }
+        std::uint32_t const w = (static_cast<std::uint32_t>(v[0]) << 18) | (static_cast<std::uint32_t>(v[1]) << 12) |
+                                (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
+        out += static_cast<char>((w >> 16) & 0xFF);
+        if (pad < 2) out += static_cast<char>((w >> 8) & 0xFF);
+        if (pad < 1) out += static_cast<char>(w & 0xFF);
+    }
+    return true;
+}
+
+BATON_DECL std::string version_from_s(std::string_view s) {
+    if (s.starts_with("N:") || s.starts_with("S:")) return "S:" + std::string(s);
+    return std::string(s);
+}
+
+BATON_DECL json::object version_value(std::string_view version) {
+    json::object v;
+    if (version.starts_with("N:"))
+        v["N"] = version.substr(2);
+    else if (version.starts_with("S:"))
+        v["S"] = version.substr(2);
+    else
+        v["S"] = version;
+    return v;
+}
+
+BATON_DECL json::object string_value(std::string_view s) {
+    json::object v;
+    v["S"] = s;
+    return v;
+}
+
+BATON_DECL json::object key_of(table_ref t, std::string_view key) {
+    json::object k;
+    k[t.pk] = string_value(key);
+    return k;
+}
+
+BATON_DECL void add_condition(json::object& req, table_ref t, precondition const& pc) {
+    switch (pc.which()) {
+    case precondition::kind::none: return;
+    case precondition::kind::absent: {
+        req["ConditionExpression"] = "attribute_not_exists(#k)";
+        json::object names;
+        names["#k"] = t.pk;
+        req["ExpressionAttributeNames"] = std::move(names);
+        break;
+    }
+    case precondition::kind::matches: {
+        req["ConditionExpression"] = "#v = :v";
+        json::object names;
+        names["#v"] = version_attribute;
+        req["ExpressionAttributeNames"] = std::move(names);
+        json::object values;
+        values[":v"] = version_value(pc.version());
+        req["ExpressionAttributeValues"] = std::move(values);
+        break;
+    }
+    }
+    // The failure then carries the current item (AWS; emulators may ignore it).
+    req["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD";
+}
+
+BATON_DECL std::string get_item_request(table_ref t, std::string_view key) {
+    json::object req;
+    req["TableName"] = t.table;
+    req["Key"] = key_of(t, key);
+    req["ConsistentRead"] = true;
+    req["ProjectionExpression"] = "#v,#b";
+    json::object names;
+    names["#v"] = version_attribute;
+    names["#b"] = body_attribute;
+    req["ExpressionAttributeNames"] = std::move(names);
+    return json::serialize(req);
+}
+
+BATON_DECL json::object typed_attributes(table_ref t, std::string_view body) {
+    json::object out;
+    if (body.empty() || body.size() > max_typed_source_bytes || body.front() != '{') return out;
+    boost::system::error_code ec;
+    json::value v = json::parse(body, ec);
+    if (ec || !v.is_object()) return out;
+    for (auto const& field : v.get_object()) {
+        if (out.size() == max_typed_attributes) break;
+        std::string_view const name(field.key().data(), field.key().size());
+        if (name.empty() || name.size() > max_typed_name_bytes || name == t.pk || name == version_attribute ||
+            name == body_attribute || name == fence_attribute || out.contains(name))
+            continue;
+        json::value const& x = field.value();
+        json::object typed;
+        if (x.is_string()) {
+            if (x.get_string().size() > max_typed_string_bytes) continue;
+            typed["S"] = x.get_string();
+        } else if (x.is_int64()) {
+            typed["N"] = std::to_string(x.get_int64());
+        } else if (x.is_uint64()) {
+            typed["N"] = std::to_string(x.get_uint64());
+        } else if (x.is_bool()) {
+            typed["BOOL"] = x.get_bool();
+        } else {
+            continue;
+        }
+        out[name] = std::move(typed);
+    }
+    return out;
+}
+
+BATON_DECL json::object record_item(table_ref t, std::string_view key, std::string_view body, std::string_view version) {
+    json::object item;
+    item[t.pk] = string_value(key);
+    item[version_attribute] = version_value(version);
+    json::object b;
+    if (is_utf8(body))
+        b["S"] = body;
+    else
+        b["B"] = base64_encode(body);
+    item[body_attribute] = std::move(b);
+    return item;
+}
+
+BATON_DECL std::string put_item_request(table_ref t, std::string_view key, std::string_view body,
+                                    std::string_view version, precondition const& pc) {
+    json::object item = record_item(t, key, body, version);
+    for (auto& field : typed_attributes(t, body)) item[field.key()] = std::move(field.value());
+    json::object req;
+    req["TableName"] = t.table;
+    req["Item"] = std::move(item);
+    add_condition(req, t, pc);
+    return json::serialize(req);
+}
+
+BATON_DECL std::string fenced_put_item_request(table_ref t, std::string_view key, std::string_view body, std::string_view version,
+                                           std::uint64_t token, std::optional<std::string_view> known_version) {
+    json::object item = record_item(t, key, body, version);
+    json::object n;
+    n["N"] = std::to_string(token);
+    item[fence_attribute] = n;
+    json::object req;
+    req["TableName"] = t.table;
+    req["Item"] = std::move(item);
+    json::object names;
+    names["#k"] = t.pk;
+    names["#f"] = fence_attribute;
+    json::object values;
+    values[":t"] = std::move(n);
+    std::string cond = "attribute_not_exists(#k) OR #f < :t";
+    if (known_version) {
+        cond += " OR (#v = :v AND (attribute_not_exists(#f) OR #f <= :t))";
+        names["#v"] = version_attribute;
+        values[":v"] = version_value(*known_version);
+    }
+    req["ConditionExpression"] = std::move(cond);
+    req["ExpressionAttributeNames"] = std::move(names);
+    req["ExpressionAttributeValues"] = std::move(values);
+    req["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD";
+    return json::serialize(req);
+}
+
+BATON_DECL std::string delete_item_request(table_ref t, std::string_view key, precondition const& pc) {
+    json::object req;
+    req["TableName"] = t.table;
+    req["Key"] = key_of(t, key);
+    add_condition(req, t, pc);
+    return json::serialize(req);
+}
+
+BATON_DECL std::string scan_request(table_ref t, std::string_view prefix, std::string_view after,
+                                std::optional<std::string> const& start_key) {
+    json::object req;
+    req["TableName"] = t.table;
+    req["ConsistentRead"] = true;
+    req["ProjectionExpression"] = "#k,#v";
+    std::string filter;
+    json::object values;
+    if (!prefix.empty()) {
+        filter = "begins_with(#k, :p)";
+        values[":p"] = string_value(prefix);
+    }
+    if (!after.empty()) {
+        if (!filter.empty()) filter += " AND ";
+        filter += "#k > :a";
+        values[":a"] = string_value(after);
+    }
+    if (!filter.empty()) req["FilterExpression"] = filter;
+    json::object names;
+    names["#k"] = t.pk;
+    names["#v"] = version_attribute;
+    req["ExpressionAttributeNames"] = std::move(names);
+    if (!values.empty()) req["ExpressionAttributeValues"] = std::move(values);
+    if (start_key) req["ExclusiveStartKey"] = key_of(t, *start_key);
+    return json::serialize(req);
+}
+
+BATON_DECL std::string create_table_request(table_ref t) {
+    json::object def;
+    def["AttributeName"] = t.pk;
+    def["AttributeType"] = "S";
+    json::object key;
+    key["AttributeName"] = t.pk;
+    key["KeyType"] = "HASH";
+    json::object req;
+    req["TableName"] = t.table;
+    json::array defs;
+    defs.emplace_back(std::move(def));
+    json::array schema;
+    schema.emplace_back(std::move(key));
+    req["AttributeDefinitions"] = std::move(defs);
+    req["KeySchema"] = std::move(schema);
+    req["BillingMode"] = "PAY_PER_REQUEST";
+    return json::serialize(req);
+}
+
+BATON_DECL std::string describe_table_request(std::string_view table) {
+    json::object req;
+    req["TableName"] = table;
+    return json::serialize(req);
+}
+
+BATON_DECL std::string shorten(std::string_view s, std::size_t max) {
+    if (s.size() <= max) return std::string(s);
+    return std::string(s.substr(0, max)) + "...";
+}
+
+BATON_DECL error_code malformed(diagnostics& diag, std::string what) {
+    diag.message = "malformed DynamoDB response: " + std::move(what);
+    return errc::invalid_response;
+}
+
+BATON_DECL error_code parse_object(std::string_view body, json::value& out, diagnostics& diag) {
+    boost::system::error_code ec;
+    out = json::parse(body, ec);
+    if (ec)
+        return malformed(diag, "not JSON (" + ec.message() + ") in a body of " + std::to_string(body.size()) +
+                                   " bytes");
+    if (!out.is_object()) return malformed(diag, "the body is JSON but not an object");
+    return {};
+}
+
+BATON_DECL error_code parse_error(unsigned status, std::string_view body, std::string_view error_type_header,
+                              diagnostics& diag) {
+    diag.http_status = status;
+    std::string type(error_type_header);
+    json::value v;
+    diagnostics parse_diag;
+    bool const parsed = !body.empty() && !parse_object(body, v, parse_diag);
+    if (parsed) {
+        auto const& obj = v.get_object();
+        if (auto const* t = obj.if_contains("__type"); t != nullptr && t->is_string())
+            type.assign(t->get_string().data(), t->get_string().size());
+        for (char const* name : {"message", "Message"}) {
+            if (auto const* m = obj.if_contains(name); m != nullptr && m->is_string()) {
+                diag.message = shorten(std::string_view(m->get_string().data(), m->get_string().size()), 1024);
+                break;
+            }
+        }
+    }
+    diag.service_code = std::string(aws::dynamodb_error_name(type));
+    auto ec = aws::classify_dynamodb(status, type);
+    if (!ec) ec = errc::invalid_response; // an error status must not read as success
+    if (!parsed && diag.service_code.empty()) {
+        // Not DynamoDB's words (a proxy, a load balancer, a cut connection): the status alone
+        // speaks for 5xx, 401/403, 408 and 429; a plain 4xx then says nothing usable.
+        std::string const what = "HTTP " + std::to_string(status) +
+                                  (body.empty() ? std::string(" with an empty body")
+                                                : " with a body that is not a DynamoDB error (" + parse_diag.message + ")");
+        if (ec == errc::invalid_argument || ec == errc::invalid_response) return malformed(diag, what);
+        diag.message = what;
+    }
+    return ec;
+}
+
+BATON_DECL bool is_key_schema_message(std::string_view message) noexcept {
+    return message.find("key element does not match the schema") != std::string_view::npos ||
+           message.find("Missing the key") != std::string_view::npos ||
+           message.find("Type mismatch for key") != std::string_view::npos ||
+           message.find("key schema") != std::string_view::npos;
+}
+
+BATON_DECL error_code attribute_string(json::value const& v, std::string_view name, char const* type,
+                                   std::optional<std::string>& out, diagnostics& diag) {
+    out.reset();
+    if (!v.is_object()) return malformed(diag, "attribute '" + shorten(name, 64) + "' is not an AttributeValue object");
+    auto const& o = v.get_object();
+    if (o.empty()) return malformed(diag, "attribute '" + shorten(name, 64) + "' has no type");
+    if (auto const* p = o.if_contains(type)) {
+        if (!p->is_string())
+            return malformed(diag, "attribute '" + shorten(name, 64) + "' has a " + type + " value that is not a string");
+        out.emplace(p->get_string().data(), p->get_string().size());
+    }
+    return {};
+}
+
+BATON_DECL error_code record_version(json::value const& ver, std::optional<std::string>& out, diagnostics& diag) {
+    std::optional<std::string> s;
+    if (auto ec = attribute_string(ver, version_attribute, "S", s, diag)) return ec;
+    if (s) {
+        out = version_from_s(*s);
+        return {};
+    }
+    if (auto ec = attribute_string(ver, version_attribute, "N", s, diag)) return ec;
+    if (s) out = "N:" + *s;
+    return {};
+}
+
+BATON_DECL error_code parse_item(json::value const& item_value, std::string_view key, record& out, diagnostics& diag) {
+    if (!item_value.is_object()) return malformed(diag, "'Item' is not an object");
+    auto const& item = item_value.get_object();
+    out.key.assign(key.data(), key.size());
+    auto const* ver = item.if_contains(version_attribute);
+    auto const* body = item.if_contains(body_attribute);
+    if (ver == nullptr || body == nullptr) {
+        diag.message = "the item for key '" + shorten(key, 128) + "' has no '" +
+                       std::string(ver == nullptr ? version_attribute : body_attribute) +
+                       "' attribute: it was not written by baton's dynamodb_backend";
+        return errc::foreign_record;
+    }
+    std::optional<std::string> v;
+    if (auto ec = record_version(*ver, v, diag)) return ec;
+    if (!v) {
+        diag.message = "the item for key '" + shorten(key, 128) +
+                       "' has a 'ver' attribute that is neither S nor N: it was not written by baton";
+        return errc::foreign_record;
+    }
+    out.version = std::move(*v);
+    std::optional<std::string> s;
+    if (auto ec = attribute_string(*body, body_attribute, "S", s, diag)) return ec;
+    if (s) {
+        out.body = std::move(*s);
+        return {};
+    }
+    if (auto ec = attribute_string(*body, body_attribute, "B", s, diag)) return ec;
+    if (!s) {
+        diag.message = "the item for key '" + shorten(key, 128) +
+                       "' has a 'body' attribute that is neither S nor B: it was not written by baton";
+        return errc::foreign_record;
+    }
+    if (!base64_decode(*s, out.body)) return malformed(diag, "the B value of 'body' is not valid base64");
+    return {};
+}
+
+BATON_DECL error_code parse_get_item(std::string_view body, std::string_view key, std::optional<record>& found,
+                                 diagnostics& diag) {
+    found.reset();
+    json::value v;
+    if (auto ec = parse_object(body, v, diag)) return ec;
+    auto const* item = v.get_object().if_contains("Item");
+    if (item == nullptr) return {};
+    record r;
+    if (auto ec = parse_item(*item, key, r, diag)) return ec;
+    found = std::move(r);
+    return {};
+}
+
+BATON_DECL error_code parse_condition_failure(std::string_view body, std::string_view key, std::optional<record>& found,
+                                          diagnostics& diag) {
+    found.reset();
+    json::value v;
+    if (auto ec = parse_object(body, v, diag)) return ec;
+    auto const* item = v.get_object().if_contains("Item");
+    if (item == nullptr || (item->is_object() && item->get_object().empty())) return {};
+    record r;
+    if (auto ec = parse_item(*item, key, r, diag)) return ec;
+    found = std::move(r);
+    return {};
+}
+
+BATON_DECL error_code item_key(json::value const& item, table_ref t, std::string& out, diagnostics& diag) {
+    if (!item.is_object()) return malformed(diag, "an item is not an object");
+    auto const* k = item.get_object().if_contains(t.pk);
+    if (k == nullptr) {
+        diag.message = "an item has no '" + shorten(t.pk, 64) + "' attribute: table '" + shorten(t.table, 255) +
+                       "' does not have the key schema dynamodb_backend expects (one HASH key '" + shorten(t.pk, 64) +
+                       "' of type S)";
+        return errc::invalid_argument;
+    }
+    std::optional<std::string> s;
+    if (auto ec = attribute_string(*k, t.pk, "S", s, diag)) return ec;
+    if (!s) {
+        diag.message = "the key attribute '" + shorten(t.pk, 64) + "' of table '" + shorten(t.table, 255) +
+                       "' is not of type S, as dynamodb_backend expects";
+        return errc::invalid_argument;
+    }
+    out = std::move(*s);
+    return {};
+}
+
+BATON_DECL error_code parse_scan(std::string_view body, table_ref t, scan_page& out, diagnostics& diag) {
+    out = scan_page{};
+    json::value v;
+    if (auto ec = parse_object(body, v, diag)) return ec;
+    auto const& obj = v.get_object();
+    auto const* items = obj.if_contains("Items");
+    if (items != nullptr) {
+        if (!items->is_array()) return malformed(diag, "'Items' is not an array");
+        out.entries.reserve(items->get_array().size());
+        for (auto const& item : items->get_array()) {
+            list_entry e;
+            if (auto ec = item_key(item, t, e.key, diag)) return ec;
+            if (auto const* ver = item.get_object().if_contains(version_attribute)) {
+                std::optional<std::string> v;
+                if (auto ec = record_version(*ver, v, diag)) return ec;
+                if (v) e.version = std::move(*v);
+            }
+            out.entries.push_back(std::move(e));
+        }
+    }
+    if (auto const* sc = obj.if_contains("ScannedCount"); sc != nullptr && sc->is_number()) {
+        boost::system::error_code ec;
+        auto const n = sc->to_number<std::uint64_t>(ec);
+        if (!ec) out.scanned = static_cast<std::size_t>(n);
+    }
+    if (auto const* last = obj.if_contains("LastEvaluatedKey")) {
+        std::string k;
+        if (auto ec = item_key(*last, t, k, diag)) return ec == errc::invalid_argument ? malformed(diag, "'LastEvaluatedKey' lacks the key attribute") : ec;
+        out.last_key = std::move(k);
+    }
+    return {};
+}
+
+BATON_DECL error_code parse_table_description(std::string_view body, table_ref t, table_description& out,
+                                          diagnostics& diag) {
+    out = table_description{};
+    json::value v;
+    if (auto ec = parse_object(body, v, diag)) return ec;
+    auto const& obj = v.get_object();
+    json::value const* table = obj.if_contains("Table");
+    if (table == nullptr) table = obj.if_contains("TableDescription");
+    if (table == nullptr || !table->is_object()) return malformed(diag, "no 'Table' object");
+    auto const& tab = table->get_object();
+    auto const* status = tab.if_contains("TableStatus");
+    if (status == nullptr || !status->is_string()) return malformed(diag, "'TableStatus' missing or not a string");
+    out.status.assign(status->get_string().data(), status->get_string().size());
+    auto const* schema = tab.if_contains("KeySchema");
+    if (schema == nullptr || !schema->is_array()) return malformed(diag, "'KeySchema' missing or not an array");
+    json::array const* defs = nullptr;
+    if (auto const* d = tab.if_contains("AttributeDefinitions"); d != nullptr && d->is_array()) defs = &d->get_array();
+    auto type_of = [&](std::string_view name) -> std::string {
+        if (defs == nullptr) return "?";
+        for (auto const& d : *defs) {
+            if (!d.is_object()) continue;
+            auto const* n = d.get_object().if_contains("AttributeName");
+            auto const* ty = d.get_object().if_contains("AttributeType");
+            if (n != nullptr && n->is_string() && ty != nullptr && ty->is_string() && n->get_string() == name)
+                return std::string(ty->get_string().data(), ty->get_string().size());
+        }
+        return "?";
+    };
+    std::size_t hash_keys = 0, elements = 0;
+    bool pk_is_hash_s = false;
+    for (auto const& e : schema->get_array()) {
+        if (!e.is_object()) return malformed(diag, "a 'KeySchema' element is not an object");
+        auto const* n = e.get_object().if_contains("AttributeName");
+        auto const* kt = e.get_object().if_contains("KeyType");
+        if (n == nullptr || !n->is_string() || kt == nullptr || !kt->is_string())
+            return malformed(diag, "a 'KeySchema' element lacks AttributeName or KeyType");
+        std::string_view const name(n->get_string().data(), n->get_string().size());
+        std::string_view const kind(kt->get_string().data(), kt->get_string().size());
+        std::string const type = type_of(name);
+        if (!out.key_schema.empty()) out.key_schema += ", ";
+        out.key_schema += shorten(name, 64) + " (" + shorten(type, 8) + ", " + shorten(kind, 16) + ")";
+        ++elements;
+        if (kind == "HASH") {
+            ++hash_keys;
+            pk_is_hash_s = name == t.pk && type == "S";
+        }
+    }
+    out.key_schema_matches = elements == 1 && hash_keys == 1 && pk_is_hash_s;
+    return {};
+}
+
+} // namespace baton::detail::dynamodb
+
+#endif
