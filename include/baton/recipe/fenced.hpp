@@ -182,7 +182,6 @@ private:
             return std::make_unique<machine>(std::move(value), token, st.versions.find(key), st.retry, st.rng,
                                              fenced_put_hook<Backend>);
         }
-        static detail::write_step compute(machine&) { return {}; } // a fenced write computes nothing
         template <class Self>
         static void send(state& st, std::string key, detail::write_step& a, machine& m, Self&& self) {
             if constexpr (fenced_put_hook<Backend>) {

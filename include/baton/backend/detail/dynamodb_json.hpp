@@ -112,12 +112,12 @@ BATON_DECL std::string get_item_request(table_ref t, std::string_view key);
 */
 BATON_DECL json::object typed_attributes(table_ref t, std::string_view body);
 
-/// PutItem of a whole record under `pc`, writing `version`.
 // The item of a record: its key, version and body (S when UTF-8, else B).
 BATON_DECL json::object record_item(table_ref t, std::string_view key, std::string_view body, std::string_view version);
 
+/// PutItem of a whole record under `pc`, writing `version`.
 BATON_DECL std::string put_item_request(table_ref t, std::string_view key, std::string_view body,
-                                    std::string_view version, precondition const& pc);
+                                        std::string_view version, precondition const& pc);
 
 /** PutItem of a fenced write: the item keeps `token` in `fence`, and the write is conditional
     on the token: the item is absent, or its fence is below `token`, or (when `known_version`

@@ -58,7 +58,7 @@ struct recipe_state {
      using machine; using result_type;
      error_code check(result_type&)           refuses bad arguments before anything is sent;
      std::unique_ptr<machine> make(State&, std::string const& key);
-     write_step compute(machine&)             answers a `compute` step (kv's update);
+     write_step compute(machine&)             answers a `compute` step (kv's update; optional);
      template <class Self> void send(State&, std::string key, write_step&, machine&, Self&&)
                                               sends a `write` step (a store hook, or async_put);
      result_type result(machine const&, error_code). */
@@ -123,7 +123,12 @@ private:
         for (;;) {
             if (a.what != t::done && a.what != t::read && cancelled(self) && !m->stopping()) a = m->on_cancel();
             if (a.what != t::compute) break;
-            a = spec.compute(*m);
+            if constexpr (requires { spec.compute(*m); }) {
+                a = spec.compute(*m);
+            } else { // a machine that never asks to compute: never reached, and never reported as written
+                a = write_step{};
+                a.ec = boost::asio::error::operation_not_supported;
+            }
         }
         if (a.what != t::done) went_async = true;
         switch (a.what) {
