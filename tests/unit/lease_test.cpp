@@ -2,6 +2,7 @@
 // time model, loss, ambiguous outcomes, try-once, cancellation, completion
 // tokens, destruction and foreign records.
 #include <baton/backend/memory.hpp>
+#include <baton/memory.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
 #include <baton/recipe/lease.hpp>
 #include <baton/sim.hpp>
@@ -14,6 +15,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
@@ -25,6 +27,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -761,6 +764,50 @@ TEST_CASE("asio::use_future with a steady-clock lease on a polled io_context") {
     REQUIRE(poll_until_ready(released));
     CHECK_NOTHROW(released.get());
     CHECK(a.state() == lease_state::released);
+}
+
+TEST_CASE("rebind_executor: as_default_on_t makes use_awaitable the default token of every recipe") {
+    using awaitable = asio::use_awaitable_t<>;
+    using lease_t = awaitable::as_default_on_t<baton::memory_lease>;
+    using election_t = awaitable::as_default_on_t<baton::memory_election>;
+    using kv_t = awaitable::as_default_on_t<baton::memory_kv>;
+    using fenced_t = awaitable::as_default_on_t<baton::memory_fenced>;
+    static_assert(std::is_same_v<lease_t, baton::basic_lease<baton::memory_backend, baton::steady_clock, baton::standard_retry,
+                                                             baton::backend_signer, awaitable::executor_with_default<asio::any_io_executor>>>);
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    std::uint64_t token = 0, version = 0, leader_token = 0;
+    bool finished = false;
+    std::exception_ptr failure;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            lease_t lease(ex, store, options("a", 36));
+            baton::lease_grant g = co_await lease.async_acquire(); // no token: use_awaitable
+            token = g.fencing_token;
+            kv_t kv(ex, store);
+            baton::kv_write_result w = co_await kv.async_put("config", "v1");
+            version = w.version;
+            fenced_t fenced(ex, store);
+            co_await fenced.async_write("output", "done", token);
+            co_await lease.async_release();
+            election_t election(ex, store, options("b", 37));
+            baton::lease_grant term = co_await election.async_campaign();
+            leader_token = term.fencing_token;
+            co_await election.async_resign();
+        },
+        [&](std::exception_ptr e) {
+            finished = true;
+            failure = e;
+        });
+    ioc.run();
+    REQUIRE(finished);
+    CHECK_FALSE(failure);
+    CHECK(token == 1);
+    CHECK(version == 1);
+    CHECK(leader_token == 2); // the same key, after the release: the next term
+    CHECK(store.peek("output").has_value());
 }
 
 TEST_CASE("asio::use_awaitable in a coroutine") {

@@ -9,6 +9,7 @@
     for it to change.
 */
 
+#include <baton/core/detail/default_token.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
 #include <baton/recipe/lease.hpp>
 
@@ -32,13 +33,19 @@ namespace baton {
     which it is built on (`lease()` gives access).
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
-          signer_policy Signer = backend_signer>
+          signer_policy Signer = backend_signer, class Executor = boost::asio::any_io_executor>
 class basic_election {
 public:
     /// The lease underneath.
-    using lease_type = basic_lease<Backend, Clock, RetryPolicy, Signer>;
+    using lease_type = basic_lease<Backend, Clock, RetryPolicy, Signer, Executor>;
     /// The executor.
-    using executor_type = typename lease_type::executor_type;
+    using executor_type = Executor;
+    /// The same election with completions defaulting to `Executor1`'s token (`as_default_on_t`).
+    template <class Executor1>
+    struct rebind_executor {
+        /// The election type when rebound to `Executor1`.
+        using other = basic_election<Backend, Clock, RetryPolicy, Signer, Executor1>;
+    };
 
     /** A candidate for the election at `opts.key`, whose leadership record
         will carry `opts.value`. @throws config_error on bad options.
@@ -68,19 +75,19 @@ public:
         then renews in the background until resigned or lost.
         Signature and cancellation as `basic_lease::async_acquire`.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_campaign(Token&& token = {}) {
         return lease_.async_acquire(std::forward<Token>(token));
     }
 
     /// Steps down at once, keeping the term's token; the next candidate takes over without waiting.
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_resign(Token&& token = {}) {
         return lease_.async_release(std::forward<Token>(token));
     }
 
     /// Completes when this candidate's leadership ends (`errc::lease_lost` or `errc::released`).
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_wait_lost(Token&& token = {}) {
         return lease_.async_wait_lost(std::forward<Token>(token));
     }
@@ -100,7 +107,7 @@ public:
         Runs alongside `async_wait_for_change` and the lease's own operations,
         and any number at once. The handler runs on its associated executor.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_leader(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
             [](auto handler, lease_type* l, std::shared_ptr<watch_state> w) {
@@ -135,7 +142,7 @@ public:
         @par Per-Operation Cancellation
         All types: completes with `operation_aborted`.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_wait_for_change(std::optional<lease_info> known, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
             [this](auto handler, std::optional<lease_info> k) { start_watch(std::move(handler), std::move(k)); }, token,
@@ -151,10 +158,11 @@ public:
 
 private:
     using timer = boost::asio::basic_waitable_timer<typename Clock::timer_clock,
-                                                    boost::asio::wait_traits<typename Clock::timer_clock>, executor_type>;
+                                                    boost::asio::wait_traits<typename Clock::timer_clock>,
+                                                    boost::asio::any_io_executor>;
 
     struct watch_state {
-        explicit watch_state(executor_type ex) : t(std::move(ex)) {}
+        explicit watch_state(boost::asio::any_io_executor ex) : t(std::move(ex)) {}
         timer t;
         detail::pending_op<void(error_code, std::optional<lease_info>)> op;
         bool closed = false;

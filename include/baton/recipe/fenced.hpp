@@ -23,6 +23,7 @@
 
 #include <baton/core/clock.hpp>
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/default_token.hpp>
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
@@ -96,11 +97,18 @@ struct fenced_write_result {
     Distinct objects: safe. Shared objects: safe when every operation runs
     on one strand or thread; the version cache is locked.
 */
-template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry>
+template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
+          class Executor = boost::asio::any_io_executor>
 class basic_fenced {
 public:
-    /// The executor that backoff timers and, by default, completions run on.
-    using executor_type = boost::asio::any_io_executor;
+    /// The executor that completions run on by default.
+    using executor_type = Executor;
+    /// The same fenced-write handle with completions defaulting to `Executor1`'s token (`as_default_on_t`).
+    template <class Executor1>
+    struct rebind_executor {
+        /// The fenced-write handle type when rebound to `Executor1`.
+        using other = basic_fenced<Backend, Clock, RetryPolicy, Executor1>;
+    };
     /// The record store.
     using backend_type = Backend;
 
@@ -111,11 +119,11 @@ public:
     /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
     basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt)
-        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
+        : ex_(ex), st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
                                       random_seed ? *random_seed : std::random_device{}(), max_cached_keys)) {}
 
     /// The executor.
-    executor_type get_executor() const noexcept { return st_->ex; }
+    executor_type get_executor() const noexcept { return ex_; }
     /// The record store.
     Backend& backend() noexcept { return st_->backend; }
 
@@ -144,7 +152,7 @@ public:
         the same: it is conditional on a version whose token is not above
         its own.)
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_write(std::string key, std::string value, std::uint64_t token, Token&& tok = {}) {
         return boost::asio::async_compose<Token, void(error_code, fenced_write_result)>(
             detail::settled_write_op<state, write_spec>(st_, std::move(key), write_spec{std::move(value), token}), tok, st_->ex);
@@ -156,7 +164,7 @@ public:
         `void(error_code, std::optional<fenced_value>)`: empty when the key
         is absent. `errc::foreign_record` when it holds something else.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_read(std::string key, Token&& tok = {}) {
         return boost::asio::async_compose<Token, void(error_code, std::optional<fenced_value>)>(
             read_op{st_, std::move(key)}, tok, st_->ex);
@@ -230,6 +238,7 @@ private:
         }
     };
 
+    executor_type ex_;
     std::shared_ptr<state> st_;
 };
 

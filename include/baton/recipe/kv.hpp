@@ -31,6 +31,7 @@
 
 #include <baton/core/clock.hpp>
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/default_token.hpp>
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
@@ -169,11 +170,18 @@ struct kv_list_page {
     Distinct objects: safe. Shared objects: safe when every operation runs
     on one strand or thread; the version cache is locked.
 */
-template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry>
+template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
+          class Executor = boost::asio::any_io_executor>
 class basic_kv {
 public:
-    /// The executor that backoff timers and, by default, completions run on.
-    using executor_type = boost::asio::any_io_executor;
+    /// The executor that completions run on by default.
+    using executor_type = Executor;
+    /// The same kv handle with completions defaulting to `Executor1`'s token (`as_default_on_t`).
+    template <class Executor1>
+    struct rebind_executor {
+        /// The kv handle type when rebound to `Executor1`.
+        using other = basic_kv<Backend, Clock, RetryPolicy, Executor1>;
+    };
     /// The record store.
     using backend_type = Backend;
 
@@ -186,11 +194,11 @@ public:
     /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
     basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt)
-        : st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
+        : ex_(ex), st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
                                       random_seed ? *random_seed : std::random_device{}(), max_cached_keys)) {}
 
     /// The executor.
-    executor_type get_executor() const noexcept { return st_->ex; }
+    executor_type get_executor() const noexcept { return ex_; }
     /// The record store.
     Backend& backend() noexcept { return st_->backend; }
 
@@ -201,7 +209,7 @@ public:
         value (never written, or erased). `errc::foreign_record` when the key
         holds something this recipe did not write.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_get(std::string key, Token&& tok = {}) {
         return boost::asio::async_compose<Token, void(error_code, std::optional<kv_entry>)>(
             get_op{st_, std::move(key)}, tok, st_->ex);
@@ -230,7 +238,7 @@ public:
         has not changed meanwhile: the key then has this value, under the
         version this call would have reported).
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_put(std::string key, std::string value, kv_condition cond = kv_condition::none(), Token&& tok = {}) {
         return start_write(detail::kv_op::put, std::move(key), std::move(value), cond, no_update{}, std::forward<Token>(tok));
     }
@@ -244,7 +252,7 @@ public:
         @par Handler signature
         `void(error_code, kv_write_result)`.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_erase(std::string key, kv_condition cond = kv_condition::none(), Token&& tok = {}) {
         return start_write(detail::kv_op::erase, std::move(key), std::string(), cond, no_update{}, std::forward<Token>(tok));
     }
@@ -266,7 +274,7 @@ public:
         @par Handler signature
         `void(error_code, kv_write_result)`. Errors and cancellation as `async_put`.
     */
-    template <class Fn, class Token = boost::asio::deferred_t>
+    template <class Fn, class Token = detail::default_token_t<executor_type>>
         requires std::invocable<Fn&, std::optional<kv_entry> const&> &&
                  std::convertible_to<std::invoke_result_t<Fn&, std::optional<kv_entry> const&>, std::optional<std::string>>
     auto async_update(std::string key, Fn fn, kv_condition cond, Token&& tok = {}) {
@@ -274,7 +282,7 @@ public:
     }
 
     /// `async_update(key, fn, kv_condition::none(), tok)`.
-    template <class Fn, class Token = boost::asio::deferred_t>
+    template <class Fn, class Token = detail::default_token_t<executor_type>>
         requires(!std::same_as<std::decay_t<Token>, kv_condition>) && std::invocable<Fn&, std::optional<kv_entry> const&> &&
                 std::convertible_to<std::invoke_result_t<Fn&, std::optional<kv_entry> const&>, std::optional<std::string>>
     auto async_update(std::string key, Fn fn, Token&& tok = {}) {
@@ -290,7 +298,7 @@ public:
         under `prefix` holds something this recipe did not write (the
         diagnostics name it).
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_list(std::string prefix, std::string after = {}, std::size_t limit = 1000, Token&& tok = {}) {
         return boost::asio::async_compose<Token, void(error_code, kv_list_page)>(
             list_op{st_, std::move(prefix), std::move(after), limit, {}, {}, 0}, tok, st_->ex);
@@ -466,6 +474,7 @@ private:
         }
     };
 
+    executor_type ex_;
     std::shared_ptr<state> st_;
 };
 

@@ -14,6 +14,7 @@
 
 #include <baton/core/clock.hpp>
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/default_token.hpp>
 #include <baton/recipe/detail/lease_machine.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
 #include <baton/core/error.hpp>
@@ -94,13 +95,19 @@ inline constexpr unchecked_t unchecked{};
     contender's wait expires. Call `async_release` first to hand over at once.
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
-          signer_policy Signer = backend_signer>
+          signer_policy Signer = backend_signer, class Executor = boost::asio::any_io_executor>
 class basic_lease {
     struct impl;
 
 public:
     /// The executor that renewals and completions run on by default.
-    using executor_type = boost::asio::any_io_executor;
+    using executor_type = Executor;
+    /// The same lease with completions defaulting to `Executor1`'s token (`as_default_on_t`).
+    template <class Executor1>
+    struct rebind_executor {
+        /// The lease type when rebound to `Executor1`.
+        using other = basic_lease<Backend, Clock, RetryPolicy, Signer, Executor1>;
+    };
     /// The record store.
     using backend_type = Backend;
     /// The Clock policy.
@@ -114,16 +121,16 @@ public:
     */
     basic_lease(executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {}, Signer signer = {},
                 Clock clock = {})
-        : impl_(std::make_shared<impl>(std::move(ex), std::move(backend), validated(std::move(opts)), std::move(retry),
-                                       std::move(signer), std::move(clock))) {}
+        : ex_(ex), impl_(std::make_shared<impl>(std::move(ex), std::move(backend), validated(std::move(opts)), std::move(retry),
+                                                std::move(signer), std::move(clock))) {}
 
     /** Creates a lease without validating `opts`. Only for proving that the
         simulation checker catches unsafe settings; never use it otherwise.
     */
     basic_lease(detail::unchecked_t, executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {},
                 Signer signer = {}, Clock clock = {})
-        : impl_(std::make_shared<impl>(std::move(ex), std::move(backend), std::move(opts), std::move(retry),
-                                       std::move(signer), std::move(clock))) {}
+        : ex_(ex), impl_(std::make_shared<impl>(std::move(ex), std::move(backend), std::move(opts), std::move(retry),
+                                                std::move(signer), std::move(clock))) {}
 
     basic_lease(basic_lease const&) = delete;
     basic_lease& operator=(basic_lease const&) = delete;
@@ -136,7 +143,7 @@ public:
     }
 
     /// The executor.
-    executor_type get_executor() const noexcept { return impl_->ex; }
+    executor_type get_executor() const noexcept { return ex_; }
 
     /** Acquires the lease, waiting as `opts` says.
 
@@ -162,7 +169,7 @@ public:
         first refreshed, under the same token). No new claim is written after
         cancellation.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_acquire(acquire_options opts, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, lease_grant)>(
             [](auto handler, std::shared_ptr<impl> self, acquire_options o) {
@@ -172,13 +179,13 @@ public:
     }
 
     /// Acquires the lease, waiting without a time limit. @copydetails async_acquire
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_acquire(Token&& token = {}) {
         return async_acquire(acquire_options{}, std::forward<Token>(token));
     }
 
     /// Tries once: fails with `errc::held_by_other` instead of waiting.
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_try_acquire(Token&& token = {}) {
         acquire_options o;
         o.wait = false;
@@ -196,7 +203,7 @@ public:
         `void(error_code)`. `errc::lease_lost` when someone else had taken
         over; `errc::not_held` when there is nothing to release.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_release(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code)>(
             [](auto handler, std::shared_ptr<impl> self) { self->start_release(std::move(handler)); }, token, impl_);
@@ -216,7 +223,7 @@ public:
         @par Per-Operation Cancellation
         All types: completes with `operation_aborted`; the lease is unaffected.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_wait_lost(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code)>(
             [](auto handler, std::shared_ptr<impl> self) { self->start_wait_lost(std::move(handler)); }, token, impl_);
@@ -227,7 +234,7 @@ public:
         @par Handler signature
         `void(error_code, std::optional<lease_info>)`: empty when no record exists.
     */
-    template <class Token = boost::asio::deferred_t>
+    template <class Token = detail::default_token_t<executor_type>>
     auto async_inspect(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
             [](auto handler, std::shared_ptr<impl> self) { self->start_inspect(std::move(handler)); }, token, impl_);
@@ -266,6 +273,8 @@ private:
     }
 
     struct impl : std::enable_shared_from_this<impl> {
+        // Type-erased inside: the handle's Executor only names the default completion token.
+        using executor_type = boost::asio::any_io_executor;
         using timer_clock = typename Clock::timer_clock;
         using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
         using inspect_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
@@ -707,6 +716,7 @@ private:
         }
     };
 
+    executor_type ex_;
     std::shared_ptr<impl> impl_;
 };
 
