@@ -15,9 +15,14 @@
 #define BATON_DECL
 
 #include <baton/core/impl/error.ipp>
+#include <baton/http/impl/endpoint.ipp>
 #include <baton/aws/impl/sigv4.ipp>
+#include <baton/aws/impl/endpoint.ipp>
 #include <baton/aws/impl/profile.ipp>
 #include <baton/aws/impl/xml.ipp>
+#include <baton/aws/impl/credential_source.ipp>
 #include <baton/backend/impl/dynamodb_json.ipp>
+#include <baton/backend/impl/file_store.ipp>
+#include <baton/recipe/impl/lease_record.ipp>
 
 #endif

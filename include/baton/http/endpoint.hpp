@@ -133,73 +133,11 @@ struct endpoint {
     saying what is wrong. Messages never repeat the URL itself, which might
     carry a secret.
 */
-inline boost::system::result<endpoint> parse_endpoint(std::string_view url, diagnostics& diag) {
-    auto fail = [&](std::string why) -> boost::system::result<endpoint> {
-        diag.message = "invalid endpoint URL: " + std::move(why);
-        return error_code(errc::invalid_argument);
-    };
-    if (url.find("://") == std::string_view::npos)
-        return fail("it needs a scheme and a host, e.g. http://127.0.0.1:8000 or https://host");
-    auto parsed = boost::urls::parse_uri(url);
-    if (!parsed) return fail("not a valid URI (" + parsed.error().message() + ")");
-    auto const& u = *parsed;
-    endpoint ep;
-    switch (u.scheme_id()) {
-    case boost::urls::scheme::http: ep.scheme = scheme::http; break;
-    case boost::urls::scheme::https: ep.scheme = scheme::https; break;
-    default: return fail("unsupported scheme '" + std::string(u.scheme()) + "' (use http or https)");
-    }
-    if (!u.has_authority()) return fail("it has no host");
-    if (u.has_userinfo()) return fail("it must not carry user information (credentials come from the signer)");
-    switch (u.host_type()) {
-    case boost::urls::host_type::ipv4: ep.host = u.host_ipv4_address().to_string(); break;
-    case boost::urls::host_type::ipv6: ep.host = u.host_ipv6_address().to_string(); break;
-    case boost::urls::host_type::name: {
-        ep.host = u.host_name();
-        for (char& c : ep.host) {
-            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-            bool const ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
-            if (!ok) return fail("the host name contains a character that is not allowed in DNS names");
-        }
-        break;
-    }
-    default: return fail("it has no host (only names, IPv4 and IPv6 literals are accepted)");
-    }
-    if (ep.host.empty()) return fail("it has no host");
-    ep.port = ep.is_tls() ? 443 : 80;
-    if (u.has_port()) {
-        auto const p = u.port();
-        if (p.empty() || p.size() > 5) return fail("the port must be a number from 1 to 65535");
-        unsigned long n = 0;
-        for (char c : p) {
-            if (c < '0' || c > '9') return fail("the port must be a number from 1 to 65535");
-            n = n * 10 + static_cast<unsigned long>(c - '0');
-        }
-        if (n == 0 || n > 65535) return fail("the port must be a number from 1 to 65535");
-        ep.port = static_cast<std::uint16_t>(n);
-    }
-    if (!u.encoded_path().empty() && u.encoded_path().front() != '/')
-        return fail("unexpected characters after the host (expected ':port' or '/')");
-    if (!u.encoded_path().empty() && u.encoded_path() != "/")
-        return fail("it must not have a path ('" + std::string(u.encoded_path()) +
-                    "'): give scheme://host[:port] and put paths in requests");
-    if (u.has_query()) return fail("it must not have a query");
-    if (u.has_fragment()) return fail("it must not have a fragment");
-    return ep;
-}
+BATON_DECL boost::system::result<endpoint> parse_endpoint(std::string_view url, diagnostics& diag);
 
 /// Parses an endpoint URL, dropping the explanation. @copydetails parse_endpoint(std::string_view, diagnostics&)
-inline boost::system::result<endpoint> parse_endpoint(std::string_view url) {
-    diagnostics ignored;
-    return parse_endpoint(url, ignored);
-}
+BATON_DECL boost::system::result<endpoint> parse_endpoint(std::string_view url);
 
-inline endpoint endpoint::from_url(std::string_view url) {
-    diagnostics d;
-    auto r = parse_endpoint(url, d);
-    if (!r) throw config_error(d.message);
-    return *r;
-}
 
 /** Parses an HTTP `Date` value in IMF-fixdate form (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 7231 §7.1.1.1).
 
@@ -210,35 +148,7 @@ inline endpoint endpoint::from_url(std::string_view url) {
 
     @returns the instant (whole seconds, UTC), or nothing when `value` is not an IMF-fixdate.
 */
-inline std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view value) noexcept {
-    using namespace std::chrono;
-    if (value.size() != 29) return std::nullopt;
-    auto digits = [&](std::size_t pos, std::size_t n, int& out) {
-        out = 0;
-        for (std::size_t i = pos; i < pos + n; ++i) {
-            if (value[i] < '0' || value[i] > '9') return false;
-            out = out * 10 + (value[i] - '0');
-        }
-        return true;
-    };
-    static constexpr std::string_view days[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-    static constexpr std::string_view months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    if (std::find(std::begin(days), std::end(days), value.substr(0, 3)) == std::end(days)) return std::nullopt;
-    if (value.substr(3, 2) != ", " || value[7] != ' ' || value[11] != ' ' || value[16] != ' ' || value[19] != ':' ||
-        value[22] != ':' || value.substr(25) != " GMT")
-        return std::nullopt;
-    auto const m = std::find(std::begin(months), std::end(months), value.substr(8, 3));
-    if (m == std::end(months)) return std::nullopt;
-    int d = 0, y = 0, hh = 0, mm = 0, ss = 0;
-    if (!digits(5, 2, d) || !digits(12, 4, y) || !digits(17, 2, hh) || !digits(20, 2, mm) || !digits(23, 2, ss))
-        return std::nullopt;
-    if (hh > 23 || mm > 59 || ss > 60) return std::nullopt; // 60: a leap second
-    year_month_day const ymd{year{y}, month{static_cast<unsigned>(m - std::begin(months) + 1)},
-                             day{static_cast<unsigned>(d)}};
-    if (!ymd.ok()) return std::nullopt;
-    return time_point_cast<system_clock::duration>(sys_days{ymd} + hours{hh} + minutes{mm} + seconds{ss});
-}
+BATON_DECL std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view value) noexcept;
 
 /** How the client connects, waits and trusts. Defaults suit AWS and local test servers.
 
@@ -248,5 +158,9 @@ inline std::optional<std::chrono::system_clock::time_point> parse_http_date(std:
 */
 
 } // namespace baton::http
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/http/impl/endpoint.ipp>
+#endif
 
 #endif

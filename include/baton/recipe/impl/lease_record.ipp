@@ -1,0 +1,103 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_IMPL_LEASE_RECORD_IPP
+#define BATON_RECIPE_IMPL_LEASE_RECORD_IPP
+// Layer: recipes, internal. The compiled part of recipe/detail/lease_record.hpp: the lease record format.
+#include <baton/recipe/detail/lease_record.hpp>
+
+namespace baton::detail {
+
+BATON_DECL void append_json_string(std::string& out, std::string_view s) {
+    out += '"';
+    std::size_t run = 0; // start of the pending run of characters that need no escaping
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        auto const c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        out.append(s.data() + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default: {
+            static constexpr char hex[] = "0123456789abcdef";
+            char const esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            out.append(esc, 6);
+        }
+        }
+    }
+    out.append(s.data() + run, s.size() - run);
+    out += '"';
+}
+
+BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_view value, std::string_view nonce,
+                                     std::uint64_t token, bool released, std::chrono::milliseconds ttl) {
+    std::string out;
+    out.reserve(112 + owner.size() + value.size() + nonce.size());
+    out += R"({"baton":"lease/1","owner":)";
+    append_json_string(out, owner);
+    out += R"(,"token":)";
+    char digits[24];
+    auto const tok = std::to_chars(digits, digits + sizeof digits, token);
+    out.append(digits, tok.ptr);
+    out += R"(,"nonce":)";
+    append_json_string(out, nonce);
+    out += released ? R"(,"state":"released")" : R"(,"state":"held")";
+    out += R"(,"ttl_ms":)";
+    auto const t = std::to_chars(digits, digits + sizeof digits, ttl.count());
+    out.append(digits, t.ptr);
+    out += R"(,"value":)";
+    append_json_string(out, value);
+    out += '}';
+    return out;
+}
+
+BATON_DECL std::string encode_lease_body(lease_body const& b) {
+    return encode_lease_body(b.owner, b.value, b.nonce, b.token, b.released, b.ttl);
+}
+
+BATON_DECL error_code decode_lease_body(std::string_view text, lease_body& out, diagnostics& diag) {
+    auto fail = [&](char const* why) {
+        diag.message = std::string("lease record: ") + why;
+        return error_code(errc::foreign_record);
+    };
+    if (text.size() > max_lease_body_bytes) return fail("body larger than 64 KiB");
+    unsigned char buffer[2048];
+    boost::json::monotonic_resource mr(buffer, sizeof buffer);
+    boost::system::error_code jec;
+    boost::json::value v = boost::json::parse(text, jec, &mr);
+    if (jec) return fail("body is not JSON");
+    auto const* obj = v.if_object();
+    if (obj == nullptr) return fail("body is not a JSON object");
+    auto str = [&](char const* name, std::string& dst) {
+        auto const* p = obj->if_contains(name);
+        if (p == nullptr || !p->is_string()) return false;
+        dst.assign(p->get_string().data(), p->get_string().size());
+        return true;
+    };
+    auto uint = [&](char const* name, std::uint64_t& dst) {
+        auto const* p = obj->if_contains(name);
+        if (p == nullptr) return false;
+        if (p->is_uint64()) { dst = p->get_uint64(); return true; }
+        if (p->is_int64() && p->get_int64() >= 0) { dst = static_cast<std::uint64_t>(p->get_int64()); return true; }
+        return false;
+    };
+    std::string format, state;
+    if (!str("baton", format) || format != lease_format) return fail("missing or unknown \"baton\" format tag");
+    if (!str("owner", out.owner)) return fail("\"owner\" missing or not a string");
+    if (!str("nonce", out.nonce)) return fail("\"nonce\" missing or not a string");
+    if (!str("value", out.value)) return fail("\"value\" missing or not a string");
+    if (!uint("token", out.token)) return fail("\"token\" missing or not a non-negative integer");
+    if (!str("state", state) || (state != "held" && state != "released")) return fail("\"state\" must be \"held\" or \"released\"");
+    out.released = state == "released";
+    std::uint64_t ttl_ms = 0;
+    if (!uint("ttl_ms", ttl_ms) || ttl_ms == 0) return fail("\"ttl_ms\" missing or not a positive integer");
+    if (ttl_ms > static_cast<std::uint64_t>(max_declared_ttl.count())) return fail("\"ttl_ms\" exceeds 24 hours");
+    out.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(ttl_ms));
+    return {};
+}
+
+} // namespace baton::detail
+
+#endif
