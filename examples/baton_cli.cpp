@@ -114,6 +114,8 @@ char const* const usage_status =
     "options:\n"
     "  --store URL        file:///dir, s3://bucket[/prefix] or dynamodb://table\n"
     "  --key KEY          the lease's name\n"
+    "  --json             print one JSON document: {\"key\", \"state\" (free, held or\n"
+    "                     released), \"holder\", \"token\", \"ttl_ms\", \"value\", \"version\"}\n"
     "%s"
     "\n"
     "exit status: 0 when the record could be read; 64 on bad usage or a store that\n"
@@ -131,6 +133,9 @@ char const* const usage_probe =
     "\n"
     "options:\n"
     "  --store URL        file:///dir, s3://bucket[/prefix] or dynamodb://table\n"
+    "  --json             print one JSON document: {\"store\", \"checks\": [...],\n"
+    "                     \"conditional_create\", \"conditional_replace\", \"conditional_erase\",\n"
+    "                     \"unquoted_if_match\" (S3), \"leases\": \"supported\" or \"refused\", \"reason\"}\n"
     "%s"
     "\n"
     "exit status: 0 when leases are safe on the store, 1 when not (or the probe\n"
@@ -352,7 +357,7 @@ options parse_args(int argc, char** argv) {
         else if (a == "--if-version" && kv_write) o.if_version = parse_u64_option("--if-version", value("--if-version"), false);
         else if (a == "--if-absent" && kv && o.kv_action == "put") o.if_absent = true;
         else if (a == "--fence" && kv_write) o.fence = parse_u64_option("--fence", value("--fence"), true);
-        else if (a == "--json" && kv) o.json = true;
+        else if (a == "--json" && (kv || o.command == "status" || o.command == "probe")) o.json = true;
         else if (kv && !a.empty() && a[0] != '-' && o.key.empty()) o.key = std::string(a);
         else if (a == "--" && o.command == "run") {
             for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
@@ -547,6 +552,13 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
     return exit_code;
 }
 
+// One JSON document on stdout (--json).
+void print_json(boost::json::value const& v) {
+    std::string text = boost::json::serialize(v);
+    text += '\n';
+    std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
 // ---- status and probe ------------------------------------------------------
 
 template <class Lease>
@@ -559,27 +571,61 @@ int show_status(asio::io_context& ioc, Lease& lease, options const& o, store_con
             return;
         }
         code = 0;
+        char const* const state = !info ? "free" : info->released ? "released" : "held";
+        if (o.json) {
+            boost::json::object obj;
+            obj["key"] = o.key;
+            obj["state"] = state;
+            if (info) {
+                obj["holder"] = info->owner;
+                obj["token"] = info->fencing_token;
+                obj["ttl_ms"] = info->ttl.count();
+                obj["value"] = info->value;
+                obj["version"] = info->version;
+            }
+            print_json(obj);
+            return;
+        }
         if (!info) {
             std::printf("key:    %s\nstate:  free (no record: never held)\n", o.key.c_str());
             return;
         }
-        std::printf("key:    %s\nstate:  %s\nholder: %s\ntoken:  %llu\nttl:    %s\nvalue:  %s\n", o.key.c_str(),
-                    info->released ? "released" : "held", info->owner.c_str(),
-                    static_cast<unsigned long long>(info->fencing_token), seconds_text(info->ttl).c_str(),
-                    info->value.c_str());
+        std::printf("key:    %s\nstate:  %s\nholder: %s\ntoken:  %llu\nttl:    %s\nvalue:  %s\n", o.key.c_str(), state,
+                    info->owner.c_str(), static_cast<unsigned long long>(info->fencing_token),
+                    seconds_text(info->ttl).c_str(), info->value.c_str());
     });
     ioc.run();
     return code;
 }
 
-// Prints what the probe found: each check as made, then what it means for leases.
+// Prints what the probe found: each check as made, then what it means for leases (or one JSON document).
 template <class Backend>
-int run_probe(asio::io_context& ioc, Backend& backend, store_context const& store) {
+int run_probe(asio::io_context& ioc, Backend& backend, options const& o, store_context const& store) {
     int code = exit_failure;
     backend.async_probe([&](baton::error_code ec, baton::capabilities c) {
         if (ec) {
-            for (auto const& f : c.findings) std::printf("check: %s\n", f.c_str());
+            if (!o.json)
+                for (auto const& f : c.findings) std::printf("check: %s\n", f.c_str());
             code = report_store_error(store, "probe failed", ec, c.diag, exit_failure);
+            return;
+        }
+        bool unquoted = false;
+        if constexpr (std::is_same_v<Backend, baton::s3_backend>) unquoted = backend.sends_unquoted_etags();
+        std::string const refusal = c.diag.message.empty() ? "this store ignores preconditions" : c.diag.message;
+        code = c.supports_leases() ? 0 : exit_failure;
+        if (o.json) {
+            boost::json::object obj;
+            obj["store"] = store.url;
+            boost::json::array checks;
+            for (auto const& f : c.findings) checks.emplace_back(f);
+            obj["checks"] = std::move(checks);
+            obj["conditional_create"] = c.conditional_create;
+            obj["conditional_replace"] = c.conditional_replace;
+            obj["conditional_erase"] = c.conditional_erase;
+            if constexpr (std::is_same_v<Backend, baton::s3_backend>) obj["unquoted_if_match"] = unquoted;
+            obj["leases"] = c.supports_leases() ? "supported" : "refused";
+            if (!c.supports_leases()) obj["reason"] = refusal;
+            print_json(obj);
             return;
         }
         std::printf("store: %s (%s%s%s%s)\n", store.url.c_str(), store.container.c_str(), store.location.c_str(),
@@ -588,22 +634,16 @@ int run_probe(asio::io_context& ioc, Backend& backend, store_context const& stor
         auto honoured = [](bool yes) { return yes ? "honoured" : "NOT honoured"; };
         std::printf("conditional create (put if absent): %s\n", honoured(c.conditional_create));
         std::printf("conditional replace (put if matching): %s\n", honoured(c.conditional_replace));
-        if constexpr (std::is_same_v<Backend, baton::s3_backend>) {
-            if (backend.sends_unquoted_etags())
-                std::printf("quirk: If-Match matches only the unquoted ETag here; baton sends it unquoted\n");
-        }
+        if (unquoted) std::printf("quirk: If-Match matches only the unquoted ETag here; baton sends it unquoted\n");
         if (c.conditional_erase)
             std::printf("conditional erase (delete if matching): honoured\n");
         else
             std::printf("conditional erase (delete if matching): NOT honoured; leases release by writing a marker "
                         "instead, so they are not affected\n");
-        if (c.supports_leases()) {
+        if (c.supports_leases())
             std::printf("leases: supported\n");
-            code = 0;
-        } else {
-            std::printf("leases: REFUSED: %s; two holders could both believe they hold a lease\n",
-                        c.diag.message.empty() ? "this store ignores preconditions" : c.diag.message.c_str());
-        }
+        else
+            std::printf("leases: REFUSED: %s; two holders could both believe they hold a lease\n", refusal.c_str());
     });
     ioc.run();
     return code;
@@ -631,12 +671,6 @@ std::string base64(std::string_view in) {
 void put_value(boost::json::object& obj, std::string const& value) {
     if (baton::detail::is_utf8(value)) obj["value"] = value;
     else obj["value_base64"] = base64(value);
-}
-
-void print_json(boost::json::value const& v) {
-    std::string text = boost::json::serialize(v);
-    text += '\n';
-    std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
 // Prints one line for a failed kv operation and returns its exit status.
@@ -751,7 +785,7 @@ int run_kv(asio::io_context& ioc, Kv& kv, options const& o, store_context const&
 
 template <class Lease, class Backend>
 int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_context const& store) {
-    if (o.command == "probe") return run_probe(ioc, backend, store);
+    if (o.command == "probe") return run_probe(ioc, backend, o, store);
     if (o.command == "kv") {
         baton::basic_kv<Backend> kv(ioc.get_executor(), std::move(backend));
         return run_kv(ioc, kv, o, store);

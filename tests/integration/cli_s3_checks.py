@@ -19,7 +19,7 @@ tests/servers/with-servers.sh rgw dynalite s3rver).
 
 Usage: cli_s3_checks.py BATON_BINARY
 """
-import os, subprocess, sys, tempfile, uuid
+import json, os, subprocess, sys, tempfile, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from s3_request import create_bucket, s3_request
@@ -99,6 +99,16 @@ def s3rver_checks(work):
           and "conditional replace (put if matching): NOT honoured" in out,
           "exit %d\nstdout:\n%s\nstderr:\n%s" % (rc, out, err))
 
+    rc, out, err = run(["probe", "--store", store, "--json"], env)
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    check("s3rver: probe --json exits 1: leases refused, with the reason and neither condition honoured",
+          rc == 1 and doc is not None and doc.get("leases") == "refused" and doc.get("reason")
+          and doc.get("conditional_create") is False and doc.get("conditional_replace") is False,
+          "exit %d, stdout %r, stderr %r" % (rc, out, err))
+
     marker, cmd = marker_command(work)
     expect_refusal("s3rver: run refuses with one line, exit 64",
                    ["run", "--store", store, "--key", "jobs/nightly", "--no-wait"] + cmd, env,
@@ -159,6 +169,30 @@ def rgw_checks(work):
     check("rgw: the next holder gets token 2", rc == 0 and out.strip() == "2",
           "exit %d, stdout %r, stderr %r" % (rc, out, err))
 
+    # --json: one document each, with what the text output says.
+    rc, out, err = run(["status", "--store", store, "--key", "jobs/nightly", "--json"], env)
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    check("rgw: status --json is one document with the holder's token and state",
+          rc == 0 and doc is not None and doc.get("key") == "jobs/nightly" and doc.get("token") == 2
+          and doc.get("state") in ("released", "held") and doc.get("ttl_ms", 0) > 0 and doc.get("holder"),
+          "exit %d, stdout %r, stderr %r" % (rc, out, err))
+    rc, out, err = run(["probe", "--store", store, "--json"], env)
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    check("rgw: probe --json: conditional create and replace honoured, leases supported, the checks listed",
+          rc == 0 and doc is not None and doc.get("conditional_create") is True
+          and doc.get("conditional_replace") is True and doc.get("leases") == "supported"
+          and "unquoted_if_match" in doc and len(doc.get("checks", [])) >= 3,
+          "exit %d, stdout %r, stderr %r" % (rc, out, err))
+    rc, out, err = run(["status", "--store", store, "--key", "never/held", "--json"], env)
+    check("rgw: status --json of a key never held: state free", rc == 0 and out.strip() == '{"key":"never/held","state":"free"}',
+          "exit %d, stdout %r, stderr %r" % (rc, out, err))
+
     missing = unique("baton-missing-")
     for command in ("probe", "status", "run"):
         marker, cmd = marker_command(work)
@@ -167,10 +201,9 @@ def rgw_checks(work):
             args += ["--key", "k"]
         if command == "run":
             args += cmd
-        # (status shows no S3 error code: lease::async_inspect does not pass the backend's diagnostics on)
-        expect_refusal("rgw: %s on a missing bucket: one line, exit 64" % command, args, env,
+        expect_refusal("rgw: %s on a missing bucket: one line naming NoSuchBucket, exit 64" % command, args, env,
                        "bucket '%s' does not exist at %s (endpoint from AWS_ENDPOINT_URL_S3)" % (missing, endpoint),
-                       "NoSuchBucket" if command != "status" else "",
+                       "NoSuchBucket",
                        "create it, or check --store, --endpoint and --region")
         if command == "run":
             check("rgw: the command did not run for a missing bucket", not os.path.exists(marker))
@@ -236,6 +269,9 @@ def dynamodb_checks(work):
     expect_refusal("dynalite: region and credentials from a profile reach the store",
                    ["status", "--store", "dynamodb://" + table, "--key", "k"], profile_env,
                    "table '%s' does not exist" % table)
+    expect_refusal("dynalite: status on a missing table names the service's ResourceNotFoundException, exit 64",
+                   ["status", "--store", "dynamodb://" + table, "--key", "k"], env,
+                   "table '%s' does not exist" % table, "ResourceNotFoundException")
 
     # No credentials anywhere: one line naming every source tried, before anything is sent.
     bare_env = {"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_REGION": env["AWS_REGION"],

@@ -233,6 +233,7 @@ public:
 
         @par Handler signature
         `void(error_code, std::optional<lease_info>)`: empty when no record exists.
+        On failure `last_diagnostics()` holds what the store said (e.g. `NoSuchBucket`).
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_inspect(Token&& token = {}) {
@@ -692,11 +693,13 @@ private:
                               bound([self, h = inspect_handler(std::move(h))](error_code ec, get_result r) mutable {
                                   self->inspect_busy = false;
                                   std::optional<lease_info> info;
+                                  if (ec) self->m.note_failure(std::move(r.diag));
                                   if (!ec && r.found) {
                                       lease_info i;
                                       diagnostics d;
                                       ec = detail::lease_machine::describe(*r.found, i, d);
-                                      if (!ec) info = std::move(i);
+                                      if (ec) self->m.note_failure(std::move(d));
+                                      else info = std::move(i);
                                   }
                                   self->post_completion(std::move(h), ec, std::move(info));
                               }));

@@ -114,6 +114,8 @@ public:
         return is_held(now) ? deadline() - now : std::chrono::nanoseconds(0);
     }
     diagnostics const& last_diagnostics() const noexcept { return diag_; }
+    // A failure outside the protocol (a one-off read of the record) is still the last thing the store said.
+    void note_failure(diagnostics d) { diag_ = std::move(d); }
     double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
     // ---- acquire -----------------------------------------------------------
