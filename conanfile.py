@@ -4,10 +4,11 @@
 # test_package's sources with CMake against `meson install`'s tree instead
 # (tests/consumer/installed.sh), which checks the same find_package contract.
 import os
+import re
 
 from conan import ConanFile
 from conan.tools.build import check_min_cppstd
-from conan.tools.files import copy
+from conan.tools.files import copy, load
 from conan.tools.layout import basic_layout
 
 required_conan_version = ">=2.0"
@@ -15,7 +16,6 @@ required_conan_version = ">=2.0"
 
 class BatonConan(ConanFile):
     name = "baton"
-    version = "0.1.0"
     description = ("Leases with fencing tokens, leader election, fenced writes and a versioned "
                    "key-value store over S3 and DynamoDB conditional writes, for Asio")
     license = "BSL-1.0"
@@ -23,8 +23,14 @@ class BatonConan(ConanFile):
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
     no_copy_source = True
+    exports = "meson.build"
     exports_sources = "include/*", "LICENSE_1_0.txt"
     test_package_folder = "packaging/conan/test_package"
+
+    def set_version(self):
+        # One version, meson.build's: project('baton', ..., version: 'X.Y.Z').
+        text = load(self, os.path.join(self.recipe_folder, "meson.build"))
+        self.version = self.version or re.search(r"version:\s*'([^']+)'", text).group(1)
 
     def layout(self):
         basic_layout(self, src_folder=".")

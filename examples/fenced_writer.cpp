@@ -36,6 +36,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -96,8 +97,12 @@ int main(int argc, char** argv) {
     }
     settings s;
     s.name = argv[3];
-    if (argc > 4) s.work = std::chrono::seconds(std::stoi(argv[4]));
-    if (argc > 5) s.ttl = std::chrono::seconds(std::stoi(argv[5]));
+    if (argc > 4) s.work = std::chrono::seconds(std::atoi(argv[4]));
+    if (argc > 5) s.ttl = std::chrono::seconds(std::atoi(argv[5]));
+    if (s.work.count() < 0 || s.ttl.count() <= 0) {
+        std::fprintf(stderr, "fenced_writer: WORK_SECONDS must not be negative and TTL_SECONDS must be positive\n");
+        return 64;
+    }
     asio::io_context ioc;
     int rc = 1;
     auto report = [&](std::exception_ptr failure, int result) {

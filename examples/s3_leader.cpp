@@ -33,6 +33,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <optional>
 #include <string>
@@ -49,15 +50,29 @@ namespace {
 
 bool leads(std::optional<baton::lease_info> const& l) { return l && !l->released && !l->expired; }
 
-// Prints the leader each time it changes; never returns (the campaign's win cancels it).
+// Prints the leader each time it changes; never returns (the campaign's win cancels it). A read
+// that fails is reported and tried again a poll interval later, so a standby never goes quiet.
 asio::awaitable<void> follow(election& e) {
-    std::optional<baton::lease_info> seen = co_await e.async_leader();
+    std::optional<baton::lease_info> seen;
+    bool first = true;
     for (;;) {
+        std::tuple<boost::system::error_code, std::optional<baton::lease_info>> answer;
+        if (first) answer = co_await e.async_leader(asio::as_tuple(asio::use_awaitable));
+        else answer = co_await e.async_wait_for_change(seen, asio::as_tuple(asio::use_awaitable));
+        auto& [ec, now] = answer;
+        if (ec == asio::error::operation_aborted) co_return; // the campaign was won
+        if (ec) {
+            std::fprintf(stderr, "standby: cannot read the leader (%s); trying again\n", ec.message().c_str());
+            asio::steady_timer pause(co_await asio::this_coro::executor, e.lease().options().poll_interval);
+            co_await pause.async_wait(asio::use_awaitable);
+            continue;
+        }
+        first = false;
+        seen = std::move(now);
         if (leads(seen))
             std::printf("standby: the leader is %s (token %llu)\n", seen->value.c_str(),
                         static_cast<unsigned long long>(seen->fencing_token));
         std::fflush(stdout);
-        seen = co_await e.async_wait_for_change(seen);
     }
 }
 
@@ -74,7 +89,11 @@ asio::awaitable<int> run(std::string bucket, std::string address, std::chrono::s
 
     // as_tuple: the campaign's outcome, failure included, ends the race (and stops following).
     auto won = co_await (e.async_campaign(asio::as_tuple(asio::use_awaitable)) || follow(e));
-    auto const [ec, term] = std::get<0>(won);
+    // Following only ends on its own if its wait was cancelled from outside: campaign alone then.
+    std::tuple<boost::system::error_code, baton::lease_grant> campaign;
+    if (won.index() == 0) campaign = std::get<0>(won);
+    else campaign = co_await e.async_campaign(asio::as_tuple(asio::use_awaitable));
+    auto const& [ec, term] = campaign;
     if (ec) throw boost::system::system_error(ec, "campaign");
     std::printf("leader: %s serves with token %llu\n", address.c_str(),
                 static_cast<unsigned long long>(term.fencing_token));
@@ -99,9 +118,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: s3_leader BUCKET ADDRESS [SERVE_SECONDS]\n");
         return 64;
     }
+    int const serve = argc == 4 ? std::atoi(argv[3]) : 10;
+    if (serve <= 0) {
+        std::fprintf(stderr, "s3_leader: SERVE_SECONDS must be a positive number\n");
+        return 64;
+    }
     asio::io_context ioc;
     int rc = 1;
-    asio::co_spawn(ioc, run(argv[1], argv[2], std::chrono::seconds(argc == 4 ? std::stoi(argv[3]) : 10)),
+    asio::co_spawn(ioc, run(argv[1], argv[2], std::chrono::seconds(serve)),
                    [&](std::exception_ptr failure, int result) {
                        try {
                            if (failure) std::rethrow_exception(failure);

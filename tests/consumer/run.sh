@@ -6,7 +6,10 @@ src=$(cd "$1" && pwd)
 work=$2
 rm -rf "$work"
 mkdir -p "$work/subprojects"
-cp -r "$src/tests/consumer/meson.build" "$src/tests/consumer/src" "$work/"
+cp "$src/tests/consumer/meson.build" "$work/"
+# The same program the CMake, pkg-config and Conan consumers build (packaging/conan/test_package).
+mkdir -p "$work/src"
+cp "$src/packaging/conan/test_package/test_package.cpp" "$work/src/main.cpp"
 # The wrap points at a checkout in subprojects/baton, as a vendored copy would be.
 ln -s "$src" "$work/subprojects/baton"
 cat > "$work/subprojects/baton.wrap" <<'WRAP'

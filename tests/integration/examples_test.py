@@ -5,8 +5,9 @@ README tells a user to run them, and checks what they print and how they exit.
 - s3_leader (Ceph RGW): A leads; B, started while A leads, reports A's address
   as the leader, then leads with the next token once A resigns.
 - dynamodb_cron (dynalite): four processes start for one period at once: exactly
-  one runs the job, the others find it running or done; a later start for the
-  same period finds it done; the next period runs again, with a higher token.
+  one runs the job, the others wait and find it done; a later start for the
+  same period finds it done; the next period runs again, with a higher token;
+  a runner killed mid-job is taken over by the next start after ttl x 2.
 - fenced_writer (RGW and dynalite): A acquires and is frozen (SIGSTOP) mid-work;
   B takes over after the lease's takeover window and writes; A resumes and its
   write is refused by the store, naming B's token (exit 4).
@@ -94,10 +95,11 @@ def cron_example(dynamodb_cron):
         runs = [start([dynamodb_cron, table, "nightly", "2026-11-25", "2"], env) for _ in range(4)]
         outs = [finish(p) for p in runs]
         lines = [o[1].strip() for o in outs]
-        ran = [l for l in lines if l.startswith("ran: nightly for 2026-11-25 with token")]
-        others_ok = all(l == "ran: nightly for 2026-11-25 with token 1" or l.startswith("running elsewhere: nightly")
+        ran = [l for l in lines if l.startswith("running: nightly for 2026-11-25 with token 1\nran: nightly for")]
+        others_ok = all(l == "running: nightly for 2026-11-25 with token 1\nran: nightly for 2026-11-25 with token 1"
+                        or l.startswith("running elsewhere: nightly")
                         or l == "done already: nightly for 2026-11-25 (token 1)" for l in lines)
-        check("dynamodb_cron: four starts for one period: one runs it, the others find it running or done, all exit 0",
+        check("dynamodb_cron: four starts for one period: one runs it, the others wait and find it done, all exit 0",
               len(ran) == 1 and others_ok and all(o[0] == 0 for o in outs), outs)
         rc, out, err = finish(start([dynamodb_cron, table, "nightly", "2026-11-25"], env))
         check("dynamodb_cron: a later start for the same period finds it done",
@@ -106,8 +108,21 @@ def cron_example(dynamodb_cron):
         # Every acquisition of the job's lease is a new term, so the token counts the starts that acquired.
         words = out.split()
         check("dynamodb_cron: the next period runs, with a higher token",
-              rc == 0 and out.startswith("ran: nightly for 2026-11-26 with token ") and int(words[-1]) > 1,
-              (rc, out, err))
+              rc == 0 and "\nran: nightly for 2026-11-26 with token " in out and int(words[-1]) > 1, (rc, out, err))
+        last_token = int(words[-1]) if words and words[-1].isdigit() else 0
+        # A runner killed mid-job leaves the lease unreleased: the next start takes it over after
+        # ttl x 2 (20 s) and runs the job, with a higher token.
+        crashed = start([dynamodb_cron, table, "nightly", "2026-11-27", "60"], env)
+        line = read_line_with(crashed, "running:")
+        crashed.kill()
+        crashed.wait()
+        t0 = time.time()
+        rc, out, err = finish(start([dynamodb_cron, table, "nightly", "2026-11-27", "0"], env), limit=90)
+        words = out.split()
+        check("dynamodb_cron: after a runner is killed mid-job, the next start takes over and runs it",
+              line is not None and rc == 0 and "\nran: nightly for 2026-11-27 with token " in out
+              and int(words[-1]) > last_token + 1 and time.time() - t0 >= 19,
+              (line, rc, out, err, "%.1f s" % (time.time() - t0)))
     finally:
         drop()
 

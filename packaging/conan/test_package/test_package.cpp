@@ -1,7 +1,9 @@
-// A program built against an installed baton (CMake: find_package(baton) and
-// baton::baton; pkg-config: baton). It touches each link dependency the package
-// must carry: a lease on the memory store (Asio, Boost.JSON records), an
-// endpoint URL (Boost.URL) and a SigV4 signing key (OpenSSL's HMAC).
+// The program every consumer test builds: Conan's test_package, the CMake and
+// pkg-config builds against `meson install`'s tree (tests/consumer/installed.sh)
+// and the project that vendors baton through a Meson wrap (tests/consumer/run.sh).
+// It touches each link dependency the package must carry: a lease on the memory
+// store (Asio, Boost.JSON records), an endpoint URL (Boost.URL) and a SigV4
+// signing key (OpenSSL's HMAC).
 #include <baton/baton.hpp>
 
 #include <boost/asio/io_context.hpp>
