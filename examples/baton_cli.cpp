@@ -39,6 +39,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +98,11 @@ char const* const usage_run =
     "  --wall-clock-tokens  a record this run creates starts its tokens at the\n"
     "                     wall-clock microsecond, so tokens keep growing even if\n"
     "                     the record is deleted (a lifecycle rule, a TTL)\n"
+    "  --metrics-file PATH  keep the lease's figures in PATH in Prometheus text\n"
+    "                     format (node_exporter's textfile collector), rewritten\n"
+    "                     atomically after every event\n"
+    "  --verbose          print every event on stderr: acquisition, renewals with\n"
+    "                     their latency and margin, each store answer, loss, release\n"
     "%s"
     "\n"
     "exit status: COMMAND's; 75 when the lease could not be had; 64 on bad usage or\n"
@@ -270,6 +276,8 @@ struct options {
     bool no_wait = false;
     std::chrono::milliseconds grace = 5s;
     bool wall_clock_tokens = false;
+    std::string metrics_file; // run: Prometheus text, rewritten after every event
+    bool verbose = false;     // run: every lease event on stderr
     std::string endpoint;
     std::string region;
     std::optional<bool> path_style; // s3: --path-style / --virtual-hosted
@@ -353,6 +361,8 @@ options parse_args(int argc, char** argv) {
         else if (a == "--no-wait" && o.command == "run") o.no_wait = true;
         else if (a == "--grace" && o.command == "run") o.grace = duration("--grace");
         else if (a == "--wall-clock-tokens" && o.command == "run") o.wall_clock_tokens = true;
+        else if (a == "--metrics-file" && o.command == "run") o.metrics_file = value("--metrics-file");
+        else if (a == "--verbose" && o.command == "run") o.verbose = true;
         else if (a == "--value" && kv && o.kv_action == "put") o.value = value("--value");
         else if (a == "--if-version" && kv_write) o.if_version = parse_u64_option("--if-version", value("--if-version"), false);
         else if (a == "--if-absent" && kv && o.kv_action == "put") o.if_absent = true;
@@ -783,8 +793,81 @@ int run_kv(asio::io_context& ioc, Kv& kv, options const& o, store_context const&
     return code;
 }
 
-template <class Lease, class Backend>
+// ---- observing the lease (--metrics-file, --verbose) -------------------------
+
+std::string millis_text(std::chrono::nanoseconds d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f ms", std::chrono::duration<double, std::milli>(d).count());
+    return buf;
+}
+
+// The lease's observer in `baton run`: figures for --metrics-file, lines for --verbose.
+struct cli_observer {
+    baton::lease_metrics metrics;
+    std::shared_ptr<std::string const> metrics_file = std::make_shared<std::string const>();
+    bool verbose = false;
+
+    // Written to a temporary name and renamed, so a collector never reads half a file.
+    bool write_metrics() const {
+        if (metrics_file->empty()) return true;
+        std::string const tmp = *metrics_file + ".tmp." + std::to_string(::getpid());
+        std::string const text = metrics.prometheus_text();
+        std::FILE* f = std::fopen(tmp.c_str(), "w");
+        if (!f) return false;
+        bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+        ok = (std::fclose(f) == 0) && ok;
+        if (ok && std::rename(tmp.c_str(), metrics_file->c_str()) == 0) return true;
+        std::remove(tmp.c_str());
+        return false;
+    }
+    void after_event() const {
+        if (!write_metrics()) {
+            std::fprintf(stderr, "baton: cannot write --metrics-file %s: %s\n", metrics_file->c_str(), std::strerror(errno));
+        }
+    }
+    void say(std::string const& line) const {
+        if (verbose) std::fprintf(stderr, "baton: event: %s\n", line.c_str());
+    }
+
+    void on_acquired(baton::lease_acquired_event const& e) {
+        metrics.on_acquired(e);
+        say("acquired '" + std::string(e.key) + "' with token " + std::to_string(e.fencing_token) +
+            (e.took_over ? " (taken over)" : e.created_record ? " (record created)" : "") + "; " +
+            seconds_text(e.remaining) + " to the renew deadline");
+        after_event();
+    }
+    void on_renewed(baton::lease_renewed_event const& e) {
+        metrics.on_renewed(e);
+        say("renewed '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) + ") in " +
+            millis_text(e.latency) + ", " + seconds_text(e.margin) + " before the renew deadline");
+        after_event();
+    }
+    void on_lost(baton::lease_lost_event const& e) {
+        metrics.on_lost(e);
+        say("lost '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) + "): " + std::string(e.reason));
+        after_event();
+    }
+    void on_released(baton::lease_released_event const& e) {
+        metrics.on_released(e);
+        say("released '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) +
+            "): " + (e.ec ? e.ec.message() : "ok"));
+        after_event();
+    }
+    void on_request(baton::lease_request_event const& e) {
+        metrics.on_request(e);
+        std::string line = std::string(baton::to_string(e.lane)) + (e.write ? " write: " : " read: ") +
+                           baton::to_string(e.kind) + " in " + millis_text(e.latency);
+        if (e.kind != baton::answer_kind::ok && e.diag && !e.diag->empty()) line += " (" + e.diag->to_string() + ")";
+        else if (e.ec) line += " (" + e.ec.message() + ")";
+        say(line);
+        after_event();
+    }
+};
+
+template <class Signer, class Backend>
 int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_context const& store) {
+    using Lease = baton::basic_lease<Backend, baton::steady_clock, baton::standard_retry, Signer,
+                                     asio::any_io_executor, cli_observer>;
     if (o.command == "probe") return run_probe(ioc, backend, o, store);
     if (o.command == "kv") {
         baton::basic_kv<Backend> kv(ioc.get_executor(), std::move(backend));
@@ -797,7 +880,13 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
     lo.wall_clock_tokens = o.wall_clock_tokens;
     lo.poll_interval = std::min<std::chrono::milliseconds>(1000ms, std::max<std::chrono::milliseconds>(o.ttl / 10, 10ms));
     try {
-        Lease lease(ioc.get_executor(), std::move(backend), lo);
+        cli_observer observer;
+        observer.metrics_file = std::make_shared<std::string const>(o.metrics_file);
+        observer.verbose = o.verbose;
+        // A path that cannot be written is a usage error, found before the lease is touched.
+        if (o.command == "run" && !observer.write_metrics())
+            die(exit_usage, "--metrics-file " + o.metrics_file + ": " + std::strerror(errno));
+        Lease lease(ioc.get_executor(), std::move(backend), lo, {}, {}, {}, observer);
         if (o.command == "status") return show_status(ioc, lease, o, store);
         return run_command(ioc, lease, o, store);
     } catch (baton::config_error const& e) {
@@ -897,7 +986,7 @@ int main(int argc, char** argv) {
             if (address) store.location = describe_location(address->endpoint, chosen, p.region);
             store.identity = creds.first.redacted();
             store.addressing = backend.path_style() ? "path-style" : "virtual-hosted";
-            return dispatch<baton::s3_lease>(ioc, std::move(backend), o, store);
+            return dispatch<baton::aws::sigv4_signer>(ioc, std::move(backend), o, store);
         }
         if (url.scheme == "dynamodb") {
             auto const chosen = choose_endpoint(o, "DynamoDB");
@@ -913,12 +1002,12 @@ int main(int argc, char** argv) {
             store.location =
                 describe_location(baton::http::endpoint::from_url(p.effective_endpoint()), chosen, p.region);
             store.identity = creds.first.redacted();
-            return dispatch<baton::dynamodb_lease>(ioc, std::move(backend), o, store);
+            return dispatch<baton::aws::sigv4_signer>(ioc, std::move(backend), o, store);
         }
         baton::file_backend_params p;
         p.root = url.path;
         store.container = "directory '" + url.path + "'";
-        return dispatch<baton::file_lease>(ioc, baton::file_backend(ioc.get_executor(), p), o, store);
+        return dispatch<baton::backend_signer>(ioc, baton::file_backend(ioc.get_executor(), p), o, store);
     } catch (baton::config_error const& e) {
         die(exit_usage, e.what());
     } catch (std::exception const& e) {

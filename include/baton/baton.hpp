@@ -25,6 +25,7 @@
 #include <baton/file.hpp>
 #include <baton/http/client.hpp>
 #include <baton/memory.hpp>
+#include <baton/recipe/lease_metrics.hpp>
 #include <baton/recipe/lease_options.hpp>
 #include <baton/recipe/run_while_held.hpp>
 #include <baton/s3.hpp>

@@ -55,6 +55,14 @@ def check(name, ok, detail=""):
         failures.append(name)
 
 
+def json_document(text):
+    """The one JSON document `text` holds, or None."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def one_line(stderr):
     lines = [l for l in stderr.splitlines() if l.strip()]
     return lines[0] if len(lines) == 1 else None
@@ -100,10 +108,7 @@ def s3rver_checks(work):
           "exit %d\nstdout:\n%s\nstderr:\n%s" % (rc, out, err))
 
     rc, out, err = run(["probe", "--store", store, "--json"], env)
-    try:
-        doc = json.loads(out)
-    except ValueError:
-        doc = None
+    doc = json_document(out)
     check("s3rver: probe --json exits 1: leases refused, with the reason and neither condition honoured",
           rc == 1 and doc is not None and doc.get("leases") == "refused" and doc.get("reason")
           and doc.get("conditional_create") is False and doc.get("conditional_replace") is False,
@@ -171,19 +176,13 @@ def rgw_checks(work):
 
     # --json: one document each, with what the text output says.
     rc, out, err = run(["status", "--store", store, "--key", "jobs/nightly", "--json"], env)
-    try:
-        doc = json.loads(out)
-    except ValueError:
-        doc = None
+    doc = json_document(out)
     check("rgw: status --json is one document with the holder's token and state",
           rc == 0 and doc is not None and doc.get("key") == "jobs/nightly" and doc.get("token") == 2
           and doc.get("state") in ("released", "held") and doc.get("ttl_ms", 0) > 0 and doc.get("holder"),
           "exit %d, stdout %r, stderr %r" % (rc, out, err))
     rc, out, err = run(["probe", "--store", store, "--json"], env)
-    try:
-        doc = json.loads(out)
-    except ValueError:
-        doc = None
+    doc = json_document(out)
     check("rgw: probe --json: conditional create and replace honoured, leases supported, the checks listed",
           rc == 0 and doc is not None and doc.get("conditional_create") is True
           and doc.get("conditional_replace") is True and doc.get("leases") == "supported"
@@ -192,6 +191,30 @@ def rgw_checks(work):
     rc, out, err = run(["status", "--store", store, "--key", "never/held", "--json"], env)
     check("rgw: status --json of a key never held: state free", rc == 0 and out.strip() == '{"key":"never/held","state":"free"}',
           "exit %d, stdout %r, stderr %r" % (rc, out, err))
+
+    # --metrics-file and --verbose: the figures of one run, and its events on stderr.
+    metrics = os.path.join(work, "baton.prom")
+    rc, out, err = run(["run", "--store", store, "--key", "metrics/k", "--ttl", "3s", "--metrics-file", metrics,
+                        "--verbose", "--", "sleep", "2.5"], env)
+    text = open(metrics).read() if os.path.exists(metrics) else ""
+    renewals = [l for l in text.splitlines() if l.startswith('baton_lease_renewals_total{key="metrics/k"} ')]
+    check("rgw: run --metrics-file writes Prometheus text: created once, renewed, released, no longer held",
+          rc == 0 and 'baton_lease_acquisitions_total{key="metrics/k",how="created"} 1\n' in text
+          and len(renewals) == 1 and int(renewals[0].split()[-1]) >= 1
+          and 'baton_lease_releases_total{key="metrics/k",result="ok"} 1\n' in text
+          and 'baton_lease_held{key="metrics/k"} 0\n' in text
+          and 'baton_lease_requests_total{key="metrics/k",lane="acquire",request="write",outcome="ok"} 1\n' in text
+          and "# TYPE baton_lease_renewal_latency_seconds histogram" in text
+          and not [f for f in os.listdir(work) if f.startswith("baton.prom.tmp")],
+          "exit %d, stderr %r, metrics:\n%s" % (rc, err, text))
+    check("rgw: run --verbose prints the acquisition, each renewal with latency and margin, and the release",
+          "baton: event: acquired 'metrics/k' with token 1 (record created)" in err
+          and "baton: event: renewed 'metrics/k' (token 1) in " in err and " before the renew deadline" in err
+          and "baton: event: renew write: ok in " in err and "baton: event: released 'metrics/k' (token 1): ok" in err
+          and sk not in err, "stderr %r" % err)
+    expect_refusal("rgw: run --metrics-file in a missing directory: one line, exit 64",
+                   ["run", "--store", store, "--key", "metrics/k", "--metrics-file", os.path.join(work, "no", "m.prom"),
+                    "--", "true"], env, "--metrics-file " + os.path.join(work, "no", "m.prom"), "No such file or directory")
 
     missing = unique("baton-missing-")
     for command in ("probe", "status", "run"):

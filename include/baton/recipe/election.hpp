@@ -29,39 +29,41 @@ namespace baton {
 
 /** Leader election among candidates sharing a key.
 
-    Same policies, time model and thread-safety rules as `basic_lease`,
-    which it is built on (`lease()` gives access).
+    Same policies (the Observer sees the candidate's lease), time model and
+    thread-safety rules as `basic_lease`, which it is built on (`lease()` gives access).
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
-          signer_policy Signer = backend_signer, class Executor = boost::asio::any_io_executor>
+          signer_policy Signer = backend_signer, class Executor = boost::asio::any_io_executor,
+          class Observer = no_lease_observer>
 class basic_election {
 public:
     /// The lease underneath.
-    using lease_type = basic_lease<Backend, Clock, RetryPolicy, Signer, Executor>;
+    using lease_type = basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>;
     /// The executor.
     using executor_type = Executor;
     /// The same election with completions defaulting to `Executor1`'s token (`as_default_on_t`).
     template <class Executor1>
     struct rebind_executor {
         /// The election type when rebound to `Executor1`.
-        using other = basic_election<Backend, Clock, RetryPolicy, Signer, Executor1>;
+        using other = basic_election<Backend, Clock, RetryPolicy, Signer, Executor1, Observer>;
     };
 
     /** A candidate for the election at `opts.key`, whose leadership record
         will carry `opts.value`. @throws config_error on bad options.
     */
     basic_election(executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {}, Signer signer = {},
-                   Clock clock = {})
-        : lease_(ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer), std::move(clock)),
+                   Clock clock = {}, Observer observer = {})
+        : lease_(ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer), std::move(clock),
+                 std::move(observer)),
           watch_(std::make_shared<watch_state>(ex)) {}
 
     /** A candidate without validated options. Only for proving that the
         simulation checker catches unsafe settings; never use it otherwise.
     */
     basic_election(detail::unchecked_t, executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {},
-                   Signer signer = {}, Clock clock = {})
+                   Signer signer = {}, Clock clock = {}, Observer observer = {})
         : lease_(detail::unchecked, ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer),
-                 std::move(clock)),
+                 std::move(clock), std::move(observer)),
           watch_(std::make_shared<watch_state>(ex)) {}
 
     /// Stops watching and abandons leadership (see `basic_lease`).

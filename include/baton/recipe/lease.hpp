@@ -18,6 +18,7 @@
 #include <baton/recipe/detail/lease_machine.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
 #include <baton/core/error.hpp>
+#include <baton/recipe/lease_observer.hpp>
 #include <baton/recipe/lease_options.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/core/signer.hpp>
@@ -42,6 +43,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -75,6 +78,9 @@ inline constexpr unchecked_t unchecked{};
     @tparam Clock the participant's monotonic clock (`steady_clock`; `sim::manual_clock` in simulations)
     @tparam RetryPolicy how failed requests are retried (`standard_retry`, `no_retry`)
     @tparam Signer how the backend authenticates (default `backend_signer`: the backend keeps its own; `aws::sigv4_signer`, `anonymous_signer`)
+    @tparam Executor the executor type (`rebind_executor` changes it)
+    @tparam Observer sees acquisitions, renewals, losses, releases and every store answer
+            (`<baton/recipe/lease_observer.hpp>`); the default `no_lease_observer` costs nothing
 
     @par Time model
     While held, the lease is valid until `t_send + ttl` on this object's
@@ -95,7 +101,8 @@ inline constexpr unchecked_t unchecked{};
     contender's wait expires. Call `async_release` first to hand over at once.
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
-          signer_policy Signer = backend_signer, class Executor = boost::asio::any_io_executor>
+          signer_policy Signer = backend_signer, class Executor = boost::asio::any_io_executor,
+          class Observer = no_lease_observer>
 class basic_lease {
     struct impl;
 
@@ -106,12 +113,14 @@ public:
     template <class Executor1>
     struct rebind_executor {
         /// The lease type when rebound to `Executor1`.
-        using other = basic_lease<Backend, Clock, RetryPolicy, Signer, Executor1>;
+        using other = basic_lease<Backend, Clock, RetryPolicy, Signer, Executor1, Observer>;
     };
     /// The record store.
     using backend_type = Backend;
     /// The Clock policy.
     using clock_type = Clock;
+    /// The observer type.
+    using observer_type = Observer;
     /// A reading of this participant's clock.
     using time_point = typename Clock::time_point;
 
@@ -120,17 +129,17 @@ public:
         @throws config_error when `opts` breaks a rule (the message names it).
     */
     basic_lease(executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {}, Signer signer = {},
-                Clock clock = {})
+                Clock clock = {}, Observer observer = {})
         : ex_(ex), impl_(std::make_shared<impl>(std::move(ex), std::move(backend), validated(std::move(opts)), std::move(retry),
-                                                std::move(signer), std::move(clock))) {}
+                                                std::move(signer), std::move(clock), std::move(observer))) {}
 
     /** Creates a lease without validating `opts`. Only for proving that the
         simulation checker catches unsafe settings; never use it otherwise.
     */
     basic_lease(detail::unchecked_t, executor_type ex, Backend backend, lease_options opts, RetryPolicy retry = {},
-                Signer signer = {}, Clock clock = {})
+                Signer signer = {}, Clock clock = {}, Observer observer = {})
         : ex_(ex), impl_(std::make_shared<impl>(std::move(ex), std::move(backend), std::move(opts), std::move(retry),
-                                                std::move(signer), std::move(clock))) {}
+                                                std::move(signer), std::move(clock), std::move(observer))) {}
 
     basic_lease(basic_lease const&) = delete;
     basic_lease& operator=(basic_lease const&) = delete;
@@ -280,9 +289,9 @@ private:
         using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
         using inspect_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
 
-        impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c)
+        impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c, Observer obs)
             : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
-              m(o, seed_of(o), hooks()), acquire_timer(ex), timeout_timer(ex), renew_timer(ex),
+              observer(std::move(obs)), m(o, seed_of(o), hooks()), acquire_timer(ex), timeout_timer(ex), renew_timer(ex),
               deadline_timer(ex), release_timer(ex) {
             detail::adopt_signer(backend, signer);
         }
@@ -292,6 +301,7 @@ private:
         RetryPolicy retry;
         Signer signer;
         Clock clock;
+        [[no_unique_address]] Observer observer;
         detail::lease_machine m;
         timer acquire_timer, timeout_timer, renew_timer, deadline_timer, release_timer;
         bool closed = false;
@@ -350,6 +360,44 @@ private:
         }
 
         std::weak_ptr<impl> weak_self() { return this->shared_from_this(); }
+
+        // ---- observation (compiled out for no_lease_observer) ---------------
+        static constexpr bool observed = !std::is_same_v<Observer, no_lease_observer>;
+
+        // When a request is sent, for its event's latency.
+        detail::own_time sent_at() const {
+            if constexpr (observed) return now();
+            else return {};
+        }
+
+        void observe_answer(lease_lane lane, bool write, detail::own_time sent, error_code const& ec,
+                            diagnostics const& d) {
+            if constexpr (detail::observes_requests<Observer>) {
+                lease_request_event e;
+                e.key = m.options().key;
+                e.lane = lane;
+                e.write = write;
+                e.kind = classify_answer(ec, write);
+                e.latency = now() - sent;
+                e.ec = ec;
+                e.diag = &d;
+                observer.on_request(e);
+            }
+        }
+
+        // The term ends without a release: renewal stops, the observer and then every waiter are told.
+        void lose(error_code cause, std::string_view reason) {
+            stop_renewal();
+            if constexpr (observed) {
+                lease_lost_event e;
+                e.key = m.options().key;
+                e.fencing_token = m.token();
+                e.cause = cause;
+                e.reason = reason;
+                detail::observe(observer, e);
+            }
+            notify_waiters(cause);
+        }
 
         lease_grant grant() const {
             lease_grant g;
@@ -427,9 +475,10 @@ private:
             switch (a.what) {
             case t::read:
                 acquire_io = true;
-                backend.async_get(m.options().key, bound([self](error_code ec, get_result r) {
+                backend.async_get(m.options().key, bound([self, sent = sent_at()](error_code ec, get_result r) {
                     self->acquire_io = false;
                     if (self->closed) return;
+                    self->observe_answer(lease_lane::acquire, false, sent, ec, r.diag);
                     auto next = self->m.acquire_on_read(self->now(), ec, r.found, r.diag);
                     // Stopped: only a claim of ours found landed completes the operation (refreshed first
                     // when it landed too late to act on); no new claim is sent.
@@ -443,9 +492,10 @@ private:
             case t::write:
                 acquire_io = true;
                 backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
-                                  bound([self](error_code ec, put_result r) {
+                                  bound([self, sent = sent_at()](error_code ec, put_result r) {
                                       self->acquire_io = false;
                                       if (self->closed) return;
+                                      self->observe_answer(lease_lane::acquire, true, sent, ec, r.diag);
                                       auto next = self->m.acquire_on_write(self->now(), ec, r);
                                       if (self->acquire_stop && !(next.what == t::done && !next.ec) &&
                                           !self->m.refreshing_late_claim()) {
@@ -475,6 +525,15 @@ private:
             lease_grant g;
             if (!ec) {
                 g = grant();
+                if constexpr (observed) {
+                    lease_acquired_event e;
+                    e.key = m.options().key;
+                    e.fencing_token = g.fencing_token;
+                    e.took_over = g.took_over;
+                    e.created_record = g.created_record;
+                    e.remaining = g.remaining;
+                    detail::observe(observer, e);
+                }
                 start_renewal();
             }
             acquire_op.complete(ex, ec, g);
@@ -496,16 +555,14 @@ private:
         void deliver_overdue_loss(detail::own_time t) {
             if (m.state() != lease_state::held || t < m.deadline()) return;
             m.on_deadline(t);
-            stop_renewal();
-            notify_waiters(errc::lease_lost);
+            lose(errc::lease_lost, "renew deadline passed");
         }
 
         bool lose_if_past_deadline() {
             if (now() < m.deadline()) return false;
             m.on_deadline(now());
             if (m.state() != lease_state::lost) return false;
-            stop_renewal();
-            notify_waiters(errc::lease_lost);
+            lose(errc::lease_lost, "renew deadline passed");
             return true;
         }
 
@@ -514,8 +571,7 @@ private:
             arm(deadline_timer, m.deadline() - now(), [gen](impl& s) { return gen == s.deadline_gen; }, [](impl& s) {
                 s.m.on_deadline(s.now());
                 if (s.m.state() == lease_state::lost) {
-                    s.stop_renewal();
-                    s.notify_waiters(errc::lease_lost);
+                    s.lose(errc::lease_lost, "renew deadline passed");
                 } else if (s.m.state() == lease_state::held && s.renew_io) {
                     s.arm_deadline(); // fired a hair early; the deadline has not passed by our clock
                 }
@@ -545,9 +601,13 @@ private:
                 arm_deadline();
                 renew_io = true;
                 backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
-                                  bound([self, gen, sent_in = term](error_code ec, put_result r) {
+                                  bound([self, gen, sent_in = term, sent = sent_at()](error_code ec, put_result r) {
                                       if (self->closed || sent_in != self->term) return;
                                       self->renew_io = false;
+                                      self->observe_answer(lease_lane::renew, true, sent, ec, r.diag);
+                                      if constexpr (observed) {
+                                          if (!ec) self->observe_renewed(sent);
+                                      }
                                       auto next = self->m.renew_on_write(self->now(), ec, r);
                                       self->after_renew_io(gen, std::move(next));
                                   }));
@@ -555,20 +615,31 @@ private:
             case t::read:
                 arm_deadline();
                 renew_io = true;
-                backend.async_get(m.options().key, bound([self, gen, sent_in = term](error_code ec, get_result r) {
+                backend.async_get(m.options().key, bound([self, gen, sent_in = term, sent = sent_at()](error_code ec, get_result r) {
                     if (self->closed || sent_in != self->term) return;
                     self->renew_io = false;
+                    self->observe_answer(lease_lane::renew, false, sent, ec, r.diag);
                     auto next = self->m.renew_on_read(self->now(), ec, r.found, r.diag);
                     self->after_renew_io(gen, std::move(next));
                 }));
                 return;
             case t::done: // lost: taken over, or the record vanished
-                stop_renewal();
-                notify_waiters(a.ec ? a.ec : error_code(errc::lease_lost));
+                lose(a.ec ? a.ec : error_code(errc::lease_lost), "taken over (the record changed or vanished)");
                 return;
             case t::none:
                 return;
             }
+        }
+
+        // A renewal's answer came back written: how long it took, and how close the term came to its deadline.
+        void observe_renewed(detail::own_time sent) {
+            auto const t = now();
+            lease_renewed_event e;
+            e.key = m.options().key;
+            e.fencing_token = m.token();
+            e.latency = t - sent;
+            e.margin = m.deadline() - t;
+            detail::observe(observer, e);
         }
 
         void after_renew_io(unsigned gen, detail::lease_action next) {
@@ -617,14 +688,16 @@ private:
             switch (a.what) {
             case t::write:
                 backend.async_put(m.options().key, std::move(a.body), std::move(a.pc),
-                                  bound([self](error_code ec, put_result r) {
+                                  bound([self, sent = sent_at()](error_code ec, put_result r) {
                                       if (self->closed) return;
+                                      self->observe_answer(lease_lane::release, true, sent, ec, r.diag);
                                       self->step_release(self->m.release_on_write(self->now(), ec, r));
                                   }));
                 return;
             case t::read:
-                backend.async_get(m.options().key, bound([self](error_code ec, get_result r) {
+                backend.async_get(m.options().key, bound([self, sent = sent_at()](error_code ec, get_result r) {
                     if (self->closed) return;
+                    self->observe_answer(lease_lane::release, false, sent, ec, r.diag);
                     self->step_release(self->m.release_on_read(self->now(), ec, r.found, r.diag));
                 }));
                 return;
@@ -644,6 +717,13 @@ private:
         void finish_release(error_code ec) {
             if (!release_op.busy()) return;
             notify_waiters(errc::released); // none should be left (start_wait_lost refuses them): a backstop
+            if constexpr (observed) {
+                lease_released_event e;
+                e.key = m.options().key;
+                e.fencing_token = m.token();
+                e.ec = ec;
+                detail::observe(observer, e);
+            }
             release_op.complete(ex, ec);
         }
 

@@ -1,0 +1,229 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_LEASE_METRICS_HPP
+#define BATON_RECIPE_LEASE_METRICS_HPP
+
+/** @file
+    Layer: recipes. `lease_metrics`: a ready lease observer that keeps
+    counters and histograms per key and writes them in the Prometheus text
+    format (for node_exporter's textfile collector, or any scraper).
+
+        baton::lease_metrics metrics;
+        baton::basic_lease<baton::s3_backend, baton::steady_clock, baton::standard_retry,
+                           baton::aws::sigv4_signer, boost::asio::any_io_executor,
+                           baton::lease_metrics> lease(ex, backend, opts, {}, {}, {}, metrics);
+        ...
+        std::string text = metrics.prometheus_text();
+
+    Copies share one set of figures (a lease keeps its own copy of the
+    observer), guarded by a mutex, so leases on several threads may share it.
+*/
+
+#include <baton/recipe/lease_observer.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+namespace baton {
+
+/// Counters and histograms of every lease that shares it; see the file comment.
+class lease_metrics {
+public:
+    /// Upper bounds of the latency buckets, in seconds (Prometheus `le`), before `+Inf`.
+    static constexpr std::array<double, 11> latency_buckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+    lease_metrics() : st_(std::make_shared<state>()) {}
+
+    /// Observer hook: counts an acquisition (free, created or taken over) and sets the held gauge.
+    void on_acquired(lease_acquired_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        auto& k = st_->keys[std::string(e.key)];
+        ++k.acquisitions[e.took_over ? 2 : e.created_record ? 1 : 0];
+        k.held = true;
+        k.token = e.fencing_token;
+    }
+    /// Observer hook: counts a renewal, its latency and the margin left before the renew deadline.
+    void on_renewed(lease_renewed_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        auto& k = st_->keys[std::string(e.key)];
+        ++k.renewals;
+        k.renewal_latency.add(seconds(e.latency));
+        k.margin_seconds = seconds(e.margin);
+    }
+    /// Observer hook: counts a loss by its reason and clears the held gauge.
+    void on_lost(lease_lost_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        auto& k = st_->keys[std::string(e.key)];
+        ++k.losses[std::string(e.reason)];
+        k.held = false;
+    }
+    /// Observer hook: counts a release by its result (`ok`, `lease_lost`, `failed`) and clears the held gauge.
+    void on_released(lease_released_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        auto& k = st_->keys[std::string(e.key)];
+        ++k.releases[!e.ec ? "ok" : e.ec == errc::lease_lost ? "lease_lost" : "failed"];
+        k.held = false;
+    }
+    /// Observer hook: counts a store answer by lane, request and kind, and conflicts by the service's cause.
+    void on_request(lease_request_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        auto& k = st_->keys[std::string(e.key)];
+        ++k.requests[{to_string(e.lane), e.write ? "write" : "read", to_string(e.kind)}];
+        k.request_latency.add(seconds(e.latency));
+        if (e.kind == answer_kind::conflict) ++k.conflicts[conflict_cause(e)];
+    }
+
+    /** The figures in the Prometheus text exposition format (version 0.0.4):
+        `baton_lease_acquisitions_total{key,how}`, `baton_lease_renewals_total`,
+        `baton_lease_renewal_latency_seconds` (histogram),
+        `baton_lease_renewal_margin_seconds` (gauge, the last renewal's),
+        `baton_lease_losses_total{reason}`, `baton_lease_releases_total{result}`,
+        `baton_lease_requests_total{lane,request,outcome}`,
+        `baton_lease_request_latency_seconds` (histogram),
+        `baton_lease_conflicts_total{cause}`, `baton_lease_held`,
+        `baton_lease_fencing_token`; every series labelled with the lease's `key`.
+    */
+    std::string prometheus_text() const {
+        std::lock_guard lock(st_->mutex);
+        std::string out;
+        auto head = [&](char const* name, char const* type, char const* help) {
+            out += "# HELP ";
+            out += name;
+            out += ' ';
+            out += help;
+            out += "\n# TYPE ";
+            out += name;
+            out += ' ';
+            out += type;
+            out += '\n';
+        };
+        auto line = [&](char const* name, std::string const& labels, double v) {
+            out += name;
+            out += '{';
+            out += labels;
+            out += "} ";
+            out += number(v);
+            out += '\n';
+        };
+        head("baton_lease_acquisitions_total", "counter", "Acquisitions, by how: free (or released), created, takeover.");
+        for (auto const& [key, k] : st_->keys) {
+            static constexpr char const* how[] = {"free", "created", "takeover"};
+            for (int i = 0; i < 3; ++i) line("baton_lease_acquisitions_total", label("key", key) + "," + label("how", how[i]),
+                                             double(k.acquisitions[i]));
+        }
+        head("baton_lease_renewals_total", "counter", "Renewals written.");
+        for (auto const& [key, k] : st_->keys) line("baton_lease_renewals_total", label("key", key), double(k.renewals));
+        head("baton_lease_renewal_latency_seconds", "histogram", "From sending a renewal to its answer.");
+        for (auto const& [key, k] : st_->keys) k.renewal_latency.write(out, "baton_lease_renewal_latency_seconds", label("key", key));
+        head("baton_lease_renewal_margin_seconds", "gauge",
+             "Time that was left before the renew deadline when the last renewal's answer came.");
+        for (auto const& [key, k] : st_->keys) line("baton_lease_renewal_margin_seconds", label("key", key), k.margin_seconds);
+        head("baton_lease_losses_total", "counter", "Terms that ended without a release, by reason.");
+        for (auto const& [key, k] : st_->keys)
+            for (auto const& [reason, n] : k.losses)
+                line("baton_lease_losses_total", label("key", key) + "," + label("reason", reason), double(n));
+        head("baton_lease_releases_total", "counter", "Releases, by result.");
+        for (auto const& [key, k] : st_->keys)
+            for (auto const& [result, n] : k.releases)
+                line("baton_lease_releases_total", label("key", key) + "," + label("result", result), double(n));
+        head("baton_lease_requests_total", "counter",
+             "Store answers, by lane (acquire, renew, release), request (read, write) and outcome "
+             "(ok, conflict, throttled, ambiguous, failed).");
+        for (auto const& [key, k] : st_->keys)
+            for (auto const& [what, n] : k.requests)
+                line("baton_lease_requests_total",
+                     label("key", key) + "," + label("lane", std::get<0>(what)) + "," + label("request", std::get<1>(what)) +
+                         "," + label("outcome", std::get<2>(what)),
+                     double(n));
+        head("baton_lease_request_latency_seconds", "histogram", "From sending a request to the store's answer.");
+        for (auto const& [key, k] : st_->keys) k.request_latency.write(out, "baton_lease_request_latency_seconds", label("key", key));
+        head("baton_lease_conflicts_total", "counter",
+             "Conditional writes refused because someone else wrote, by the store's cause (e.g. PreconditionFailed, "
+             "ConditionalCheckFailedException).");
+        for (auto const& [key, k] : st_->keys)
+            for (auto const& [cause, n] : k.conflicts)
+                line("baton_lease_conflicts_total", label("key", key) + "," + label("cause", cause), double(n));
+        head("baton_lease_held", "gauge", "1 while this process holds the lease.");
+        for (auto const& [key, k] : st_->keys) line("baton_lease_held", label("key", key), k.held ? 1 : 0);
+        head("baton_lease_fencing_token", "gauge", "The fencing token of the latest term this process held.");
+        for (auto const& [key, k] : st_->keys) line("baton_lease_fencing_token", label("key", key), double(k.token));
+        return out;
+    }
+
+private:
+    struct histogram {
+        std::array<std::uint64_t, latency_buckets.size()> counts{};
+        std::uint64_t count = 0;
+        double sum = 0;
+        void add(double v) {
+            for (std::size_t i = 0; i < latency_buckets.size(); ++i)
+                if (v <= latency_buckets[i]) ++counts[i];
+            ++count;
+            sum += v;
+        }
+        void write(std::string& out, char const* name, std::string const& labels) const {
+            for (std::size_t i = 0; i < latency_buckets.size(); ++i)
+                out += std::string(name) + "_bucket{" + labels + ",le=\"" + number(latency_buckets[i]) + "\"} " +
+                       std::to_string(counts[i]) + "\n";
+            out += std::string(name) + "_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(count) + "\n";
+            out += std::string(name) + "_sum{" + labels + "} " + number(sum) + "\n";
+            out += std::string(name) + "_count{" + labels + "} " + std::to_string(count) + "\n";
+        }
+    };
+    struct per_key {
+        std::array<std::uint64_t, 3> acquisitions{}; // free, created, takeover
+        std::uint64_t renewals = 0;
+        histogram renewal_latency;
+        double margin_seconds = 0;
+        std::map<std::string, std::uint64_t> losses, releases, conflicts;
+        std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests;
+        histogram request_latency;
+        bool held = false;
+        std::uint64_t token = 0;
+    };
+    struct state {
+        mutable std::mutex mutex;
+        std::map<std::string, per_key> keys;
+    };
+
+    static double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+    static std::string number(double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.9g", v);
+        return buf;
+    }
+
+    // A label pair with the value escaped as the text format requires (backslash, quote, newline).
+    static std::string label(std::string_view name, std::string_view value) {
+        std::string out(name);
+        out += "=\"";
+        for (char c : value) {
+            if (c == '\\') out += "\\\\";
+            else if (c == '"') out += "\\\"";
+            else if (c == '\n') out += "\\n";
+            else out += c;
+        }
+        out += '"';
+        return out;
+    }
+
+    static std::string conflict_cause(lease_request_event const& e) {
+        if (e.diag && !e.diag->service_code.empty()) return e.diag->service_code;
+        if (e.diag && e.diag->http_status != 0) return "HTTP " + std::to_string(e.diag->http_status);
+        return e.ec == errc::conflict ? "conflict" : "precondition_failed";
+    }
+
+    std::shared_ptr<state> st_;
+};
+
+} // namespace baton
+
+#endif
