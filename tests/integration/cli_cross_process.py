@@ -279,9 +279,10 @@ def run_round(baton, kind, round_id):
         def lost_unstarted(p):
             """A holder whose supervisor acquired the lease and lost it (documented under load: a renewal
             stalled past the renew deadline) before its command wrote its start line: the supervisor
-            terminated the command and exited 143, having said so."""
+            terminated the command and exited 143 (or 137 when the command did not end within --grace
+            and got SIGKILL, as documented), having said so."""
             started = any(v[0] == p.pid for v in intervals.values())
-            return (not started and p.pid not in (killed_pid, frozen_pid) and codes.get(p.pid) == 143
+            return (not started and p.pid not in (killed_pid, frozen_pid) and codes.get(p.pid) in (143, 137)
                     and "lost; terminating the command" in output_of(p.pid))
 
         unstarted = [p for p, _ in procs if lost_unstarted(p)]
