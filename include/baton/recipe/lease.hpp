@@ -10,6 +10,11 @@
     of `async_wait_lost` at the renew deadline, before the lease could
     expire. Release writes a released marker that keeps the fencing token,
     so the next holder gets a larger one and can take over at once.
+
+    Over ~700 lines on purpose: the four lanes (acquire, renew, release,
+    waiters) share one impl whose term and generation checks keep an older
+    term's answers away from a newer one; split apart they would have to
+    expose that state. The observer glue is the next piece to move out.
 */
 
 #include <baton/core/clock.hpp>
