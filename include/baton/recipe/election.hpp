@@ -113,26 +113,7 @@ public:
     auto async_leader(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
             [](auto handler, lease_type* l, std::shared_ptr<watch_state> w) {
-                auto ex = l->get_executor();
-                auto const sent = l->clock().now().time_since_epoch();
-                l->backend().async_get(
-                    l->options().key,
-                    boost::asio::bind_executor(ex, [h = std::move(handler), ex, w = std::move(w), clock = l->clock(), sent,
-                                                    skew = l->options().max_clock_rate_skew](error_code ec,
-                                                                                             get_result r) mutable {
-                        std::optional<lease_info> info;
-                        if (!ec && r.found) {
-                            lease_info i;
-                            diagnostics d;
-                            ec = detail::lease_machine::describe(*r.found, i, d);
-                            if (!ec && !i.released) {
-                                w->observe(i, clock.now().time_since_epoch(), sent, skew);
-                                info = std::move(i);
-                            }
-                        }
-                        // post: the handler runs on its associated executor (a strand-bound one on its strand).
-                        detail::post_completion(ex, std::move(h), ec, std::move(info));
-                    }));
+                start_leader_read(leader_handler(std::move(handler)), l, std::move(w));
             },
             token, &lease_, watch_);
     }
@@ -202,8 +183,33 @@ private:
                a->expired == b->expired;
     }
 
-    template <class Handler>
-    void start_watch(Handler&& handler, std::optional<lease_info> known) {
+    using leader_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
+
+    // Not a template: the caller's handler arrives type-erased, so the read is compiled once per election type.
+    static void start_leader_read(leader_handler handler, lease_type* l, std::shared_ptr<watch_state> w) {
+                auto ex = l->get_executor();
+        auto const sent = l->clock().now().time_since_epoch();
+        l->backend().async_get(
+            l->options().key,
+            boost::asio::bind_executor(ex, [h = std::move(handler), ex, w = std::move(w), clock = l->clock(), sent,
+                                            skew = l->options().max_clock_rate_skew](error_code ec,
+                                                                                     get_result r) mutable {
+                std::optional<lease_info> info;
+                if (!ec && r.found) {
+                    lease_info i;
+                    diagnostics d;
+                    ec = detail::lease_machine::describe(*r.found, i, d);
+                    if (!ec && !i.released) {
+                        w->observe(i, clock.now().time_since_epoch(), sent, skew);
+                        info = std::move(i);
+                    }
+                }
+                // post: the handler runs on its associated executor (a strand-bound one on its strand).
+                detail::post_completion(ex, std::move(h), ec, std::move(info));
+            }));
+    }
+
+    void start_watch(leader_handler handler, std::optional<lease_info> known) {
         auto w = watch_;
         if (w->op.busy())
             return detail::post_completion(w->t.get_executor(), std::move(handler), error_code(errc::operation_in_progress),

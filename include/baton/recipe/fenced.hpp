@@ -24,6 +24,7 @@
 #include <baton/core/clock.hpp>
 #include <baton/core/detail/config.hpp>
 #include <baton/core/detail/default_token.hpp>
+#include <baton/core/detail/erased_compose.hpp>
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
@@ -154,7 +155,7 @@ public:
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_write(std::string key, std::string value, std::uint64_t token, Token&& tok = {}) {
-        return boost::asio::async_compose<Token, void(error_code, fenced_write_result)>(
+        return detail::async_compose_erased<void(error_code, fenced_write_result)>(
             detail::settled_write_op<state, write_spec>(st_, std::move(key), write_spec{std::move(value), token}), tok, st_->ex);
     }
 
@@ -166,7 +167,7 @@ public:
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_read(std::string key, Token&& tok = {}) {
-        return boost::asio::async_compose<Token, void(error_code, std::optional<fenced_value>)>(
+        return detail::async_compose_erased<void(error_code, std::optional<fenced_value>)>(
             read_op{st_, std::move(key)}, tok, st_->ex);
     }
 

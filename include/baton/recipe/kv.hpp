@@ -32,6 +32,7 @@
 #include <baton/core/clock.hpp>
 #include <baton/core/detail/config.hpp>
 #include <baton/core/detail/default_token.hpp>
+#include <baton/core/detail/erased_compose.hpp>
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
@@ -211,7 +212,7 @@ public:
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_get(std::string key, Token&& tok = {}) {
-        return boost::asio::async_compose<Token, void(error_code, std::optional<kv_entry>)>(
+        return detail::async_compose_erased<void(error_code, std::optional<kv_entry>)>(
             get_op{st_, std::move(key)}, tok, st_->ex);
     }
 
@@ -300,7 +301,7 @@ public:
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_list(std::string prefix, std::string after = {}, std::size_t limit = 1000, Token&& tok = {}) {
-        return boost::asio::async_compose<Token, void(error_code, kv_list_page)>(
+        return detail::async_compose_erased<void(error_code, kv_list_page)>(
             list_op{st_, std::move(prefix), std::move(after), limit, {}, {}, 0}, tok, st_->ex);
     }
 
@@ -323,7 +324,7 @@ private:
                                                                : detail::kv_expect::kind::version;
         e.version = cond.version();
         e.fence = cond.fence();
-        return boost::asio::async_compose<Token, void(error_code, kv_write_result)>(
+        return detail::async_compose_erased<void(error_code, kv_write_result)>(
             detail::settled_write_op<state, write_spec<Fn>>(st_, std::move(key), write_spec<Fn>{op, std::move(value), e, std::move(fn)}),
             tok, st_->ex);
     }

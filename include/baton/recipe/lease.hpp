@@ -292,7 +292,6 @@ private:
         using executor_type = boost::asio::any_io_executor;
         using timer_clock = typename Clock::timer_clock;
         using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
-        using inspect_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
 
         impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c, Observer obs)
             : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
@@ -414,8 +413,9 @@ private:
         }
 
         // ---- acquire ------------------------------------------------------
-        template <class Handler>
-        void start_acquire(Handler&& h, acquire_options o) {
+        // Not a template: the caller's handler arrives type-erased, so this and all it calls
+        // are compiled once per lease type, not once per handler.
+        void start_acquire(boost::asio::any_completion_handler<void(error_code, lease_grant)> h, acquire_options o) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted), lease_grant{});
             if (acquire_op.busy() || release_op.busy())
                 return post_completion(std::move(h), error_code(errc::operation_in_progress), lease_grant{});
@@ -663,8 +663,7 @@ private:
         }
 
         // ---- release -------------------------------------------------------
-        template <class Handler>
-        void start_release(Handler&& h) {
+        void start_release(boost::asio::any_completion_handler<void(error_code)> h) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
             if (release_op.busy() || acquire_op.busy())
                 return post_completion(std::move(h), error_code(errc::operation_in_progress));
@@ -733,8 +732,7 @@ private:
         }
 
         // ---- waiters and inspection ----------------------------------------
-        template <class Handler>
-        void start_wait_lost(Handler&& h) {
+        void start_wait_lost(boost::asio::any_completion_handler<void(error_code)> h) {
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
             // Released while the renewal in flight finishes: the term is over for the application.
             if (release_op.busy()) return post_completion(std::move(h), error_code(errc::released));
@@ -765,8 +763,7 @@ private:
             for (auto& w : ws) w.op.complete(ex, ec);
         }
 
-        template <class Handler>
-        void start_inspect(Handler&& h) {
+        void start_inspect(boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)> h) {
             if (closed)
                 return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted),
                                        std::optional<lease_info>{});
@@ -775,7 +772,7 @@ private:
             inspect_busy = true;
             auto self = this->shared_from_this();
             backend.async_get(m.options().key,
-                              bound([self, h = inspect_handler(std::move(h))](error_code ec, get_result r) mutable {
+                              bound([self, h = std::move(h)](error_code ec, get_result r) mutable {
                                   self->inspect_busy = false;
                                   std::optional<lease_info> info;
                                   if (ec) self->m.note_failure(std::move(r.diag));

@@ -162,7 +162,11 @@ private:
     void complete(Self& self, error_code ec, result_type res) {
         if (went_async) return self.complete(ec, std::move(res));
         went_async = true;
-        boost::asio::post(boost::asio::append(std::move(self), ec, std::move(res)));
+        // Posted through the operation's own executor: the handler's may be type-erased, and an
+        // erased executor cannot be required to never block. The handler still runs on its own
+        // executor (post dispatches there).
+        auto ex = self.get_io_executor();
+        boost::asio::post(ex, boost::asio::append(std::move(self), ec, std::move(res)));
     }
 };
 
