@@ -12,9 +12,10 @@
 # the raw JSON lines as they come, then a table of medians and ratios.
 #
 # Knobs (environment): BUILD (build dir, default build-bench), REPS=3, N=2000 (DynamoDB
-# cycles), S3N=1000, SECS=10 (contention), K=8, POLL_MS=5 (baton's poll interval in
-# figure 2, the peer's retry interval), SWEEP="25 100 1000" (extra poll intervals,
-# 5 s each; empty to skip), PIN=0 (1: dynalite on CPU 0, sequential clients on CPU 1),
+# cycles), S3N=1000, SECS=10 (contention), K=8, POLL_MS=25 (baton's poll interval in
+# figure 2, the peer's retry interval), SWEEP="5 100 1000" (extra poll intervals,
+# 5 s each; empty to skip), YIELD_MS=0 (baton's lease_options::yield_after in figure 2;
+# 0 = one poll interval, -1 = never), PIN=0 (1: dynalite on CPU 0, sequential clients on CPU 1),
 # OUT (directory for raw.jsonl; default a new /tmp/baton-store-bench.XXXXXX).
 # Needs: node + `npm ci` in ../shared/peers, curl, python3.
 set -euo pipefail
@@ -25,9 +26,9 @@ PEERS=${PEERS:-$(cd "$REPO/../shared/peers" 2>/dev/null && pwd -P || true)}
 BUILD=${BUILD:-$REPO/build-bench}
 case "$BUILD" in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 BENCH=$BUILD/bench/store_bench
-REPS=${REPS:-3} N=${N:-2000} S3N=${S3N:-1000} SECS=${SECS:-10} K=${K:-8} POLL_MS=${POLL_MS:-5}
-SWEEP=${SWEEP-25 100 1000} PIN=${PIN:-0}
-export REPS N S3N SECS K POLL_MS SWEEP PIN BENCH PEERS
+REPS=${REPS:-3} N=${N:-2000} S3N=${S3N:-1000} SECS=${SECS:-10} K=${K:-8} POLL_MS=${POLL_MS:-25}
+SWEEP=${SWEEP-5 100 1000} PIN=${PIN:-0} YIELD_MS=${YIELD_MS:-0}
+export REPS N S3N SECS K POLL_MS SWEEP PIN BENCH PEERS YIELD_MS
 
 if [ "${1:-}" != --inner ]; then
   [ -n "$PEERS" ] && [ -d "$PEERS/node_modules/dynamodb-lock-client" ] ||
@@ -92,7 +93,7 @@ for rep in $(seq 1 "$REPS"); do
   run 1 "$rep" "${P[@]}" node a_lockclient_seq.js --mode failclosed --n "$N"
   run 1 "$rep" "${P[@]}" node b_sdkv3.js --target ddb --n "$N"
   # Figure 2: K processes contending for one key, hold 2 ms.
-  run 2 "$rep" "$BENCH" ddb-contend --procs "$K" --seconds "$SECS" --hold-ms 2 --poll-ms "$POLL_MS"
+  run 2 "$rep" "$BENCH" ddb-contend --procs "$K" --seconds "$SECS" --hold-ms 2 --poll-ms "$POLL_MS" --yield-ms "$YIELD_MS"
   run 2 "$rep" node a_lockclient_contention.js --mode failclosed --k "$K" --seconds "$SECS" --hold-ms 2 --retry-ms "$POLL_MS" --procs
   # Figure 3: cycles on Ceph RGW (both clients on the same RGW).
   run 3 "$rep" "${P[@]}" "$BENCH" s3-cycle --n "$S3N"
@@ -142,6 +143,7 @@ for k in sorted(groups, key=lambda k: (k[0], list(groups).index(k))):
         notes.append("served %s of %s" % (",".join(str(r["clients_that_acquired"]) for r in g), g[0]["k"]))
         notes.append("per-client min-max %s-%s" % (min(r["min_per_client"] for r in g), max(r["max_per_client"] for r in g)))
         notes.append("max wait %.0f ms" % max(r["max_wait_ms"] for r in g))
+        if "jain" in g[0]: notes.append("Jain %s" % ",".join("%.3f" % r["jain"] for r in g))
     if "requests_per_cycle" in g[0]: notes.append("req/cycle %.2f" % med(g, "requests_per_cycle"))
     if "connections_opened" in g[0]: notes.append("connections %s" % max(r["connections_opened"] for r in g))
     if "new_connections" in g[0]: notes.append("connections %s" % max(r["new_connections"] for r in g))

@@ -6,7 +6,7 @@
 //
 //   store_bench ddb-cycle    [--n 2000] [--warmup 50] [--max-seconds 30]
 //       N sequential acquire+release cycles of one baton::dynamodb_lease on one key.
-//   store_bench ddb-contend  [--procs 8] [--seconds 10] [--hold-ms 2] [--poll-ms 5] [--ttl-ms 20000]
+//   store_bench ddb-contend  [--procs 8] [--seconds 10] [--hold-ms 2] [--poll-ms 5] [--ttl-ms 20000] [--yield-ms 0]
 //       K OS processes, one lease each, loop acquire (waiting) -> hold -> release on one key.
 //       Counts store requests on the wire (every HTTP request is signed once: a counting
 //       signer) and at the record-store level (a counting adapter: failed conditional
@@ -321,13 +321,20 @@ void ensure_table() {
 
 // Settings a user of a short critical section would write down: only the poll
 // interval and the TTL are set; renewals, deadlines and skew stay at their defaults.
+// Figures 1 and 3 (one client, back-to-back cycles) measure what a cycle costs on the wire, so
+// they turn the fairness yield off: with it, a client without rivals pauses 1.25 poll intervals
+// after each turn (1, 2, 4 ... 16 poll intervals long), which would be measured as latency.
+// Figure 2 (contention) runs with the default yield.
+enum class yield { by_default, never };
+
 baton::lease_options lease_opts(std::string key, std::string owner, std::chrono::milliseconds poll,
-                                 std::chrono::milliseconds ttl) {
+                                 std::chrono::milliseconds ttl, yield y = yield::by_default) {
     baton::lease_options o;
     o.key = std::move(key);
     o.owner = std::move(owner);
     o.ttl = ttl;
     o.poll_interval = poll;
+    if (y == yield::never) o.yield_after = std::chrono::milliseconds::max();
     return o;
 }
 
@@ -399,7 +406,7 @@ int cmd_ddb_cycle(args const& a) {
     asio::io_context ioc(1);
     baton::dynamodb_backend store(ioc.get_executor(), ddb_params());
     baton::dynamodb_lease lease(ioc.get_executor(), store,
-                                lease_opts("bench/cycle/" + random_suffix(), "bench", 1000ms, 20000ms));
+                                lease_opts("bench/cycle/" + random_suffix(), "bench", 1000ms, 20000ms, yield::never));
     // Count wire requests with the exact alias: wrap the signer the lease adopted (same signing work).
     auto wc = std::make_shared<wire_counts>();
     lease.backend().use_signer(counting_signer<baton::aws::sigv4_signer>{baton::aws::sigv4_signer{}, wc});
@@ -442,7 +449,7 @@ int cmd_s3_cycle(args const& a) {
         if (*done && *done != errc::precondition_failed) die("CreateBucket: " + diag.to_string());
     }
     // The probe (five to nine requests, once per backend) runs in the warm-up.
-    baton::s3_lease lease(ioc.get_executor(), store, lease_opts("bench/cycle/" + random_suffix(), "bench", 1000ms, 20000ms));
+    baton::s3_lease lease(ioc.get_executor(), store, lease_opts("bench/cycle/" + random_suffix(), "bench", 1000ms, 20000ms, yield::never));
     auto r = run_cycles(ioc, lease, warmup, n, std::chrono::seconds(a.num("max-seconds", 30)));
     char extra[160];
     std::snprintf(extra, sizeof extra, ",\"connections_opened\":%" PRIu64 ",\"if_match_unquoted\":%s",
@@ -457,6 +464,16 @@ int cmd_s3_cycle(args const& a) {
 using counted_ddb_lease =
     baton::basic_lease<counting_store<baton::dynamodb_backend>, baton::steady_clock, baton::standard_retry,
                        baton::aws::sigv4_signer>;
+
+// A contender's lease: --poll-ms, --ttl-ms, and --yield-ms (lease_options::yield_after; 0, the
+// default, is one poll interval; -1 never yields).
+baton::lease_options contender_opts(args const& a, int id) {
+    auto o = lease_opts(a.str("key", ""), "bench-" + std::to_string(id), std::chrono::milliseconds(a.num("poll-ms", 5)),
+                        std::chrono::milliseconds(a.num("ttl-ms", 20000)));
+    auto const y = a.num("yield-ms", 0);
+    o.yield_after = y < 0 ? std::chrono::milliseconds::max() : std::chrono::milliseconds(y);
+    return o;
+}
 
 // One contender: loops acquire (waiting) -> hold -> release between `start` and `deadline`,
 // then writes its intervals and counts to --out.
@@ -474,9 +491,7 @@ int cmd_contend_child(args const& a) {
     sc->until = wc->until = deadline;
     counting_store<baton::dynamodb_backend> store(baton::dynamodb_backend(ioc.get_executor(), ddb_params()), sc, wc);
     counted_ddb_lease lease(ioc.get_executor(), store,
-                            lease_opts(a.str("key", ""), "bench-" + std::to_string(id),
-                                       std::chrono::milliseconds(a.num("poll-ms", 5)),
-                                       std::chrono::milliseconds(a.num("ttl-ms", 20000))));
+                            contender_opts(a, id));
     asio::steady_timer hold_timer(ioc);
 
     struct interval {
@@ -545,7 +560,7 @@ int cmd_contend_child(args const& a) {
 int cmd_ddb_contend(args const& a) {
     int const procs = static_cast<int>(a.num("procs", 8));
     long long const seconds = a.num("seconds", 10), hold_ms = a.num("hold-ms", 2), poll_ms = a.num("poll-ms", 5),
-                    ttl_ms = a.num("ttl-ms", 20000);
+                    ttl_ms = a.num("ttl-ms", 20000), yield_ms = a.num("yield-ms", 0);
     if (procs < 1 || procs > 64 || seconds < 1 || seconds > 120) die("--procs 1..64, --seconds 1..120");
     ensure_table();
     std::string const key = "bench/contended/" + random_suffix();
@@ -567,6 +582,7 @@ int cmd_ddb_contend(args const& a) {
                                            "--hold-ms",    std::to_string(hold_ms),
                                            "--poll-ms",    std::to_string(poll_ms),
                                            "--ttl-ms",     std::to_string(ttl_ms),
+                                           "--yield-ms",   std::to_string(yield_ms),
                                            "--out",        outs.back()};
         std::vector<char*> argv_c;
         for (auto& s : argv_s) argv_c.push_back(s.data());
@@ -644,6 +660,12 @@ int cmd_ddb_contend(args const& a) {
     std::uint64_t const wire = w_get + w_put + w_del + w_other;
     std::uint64_t served = 0, min_pp = ~0ull, max_pp = 0;
     std::string pp;
+    double pp_sum = 0, pp_squares = 0; // Jain's fairness index: (sum x)^2 / (n sum x^2), 1 = all equal
+    for (auto c : per_proc) {
+        pp_sum += static_cast<double>(c);
+        pp_squares += static_cast<double>(c) * static_cast<double>(c);
+    }
+    double const jain = pp_squares > 0 ? pp_sum * pp_sum / (static_cast<double>(procs) * pp_squares) : 0.0;
     for (auto c : per_proc) {
         served += c > 0;
         min_pp = std::min(min_pp, c);
@@ -652,23 +674,24 @@ int cmd_ddb_contend(args const& a) {
     }
     // Puts split by purpose: an acquisition's winning write and its release are 2 per
     // acquisition; the rest are lost races (failed conditions) or other errors.
-    std::printf("{\"harness\":\"baton_dynamodb_lease_contention\",\"variant\":\"procs-k%d-poll%lldms\",\"k\":%d,"
+    std::printf("{\"harness\":\"baton_dynamodb_lease_contention\",\"variant\":\"procs-k%d-poll%lldms%s\",\"k\":%d,"
                 "\"seconds\":%lld,\"hold_ms\":%lld,\"poll_ms\":%lld,\"ttl_ms\":%lld,\"acquisitions\":%" PRIu64
                 ",\"ops_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_wait_ms\":%.3f,"
                 "\"requests_per_acq\":%.2f,\"wire_get_per_acq\":%.2f,\"wire_put_per_acq\":%.2f,"
                 "\"poll_reads_per_acq\":%.2f,\"reads_after_failed_put_per_acq\":%.2f,"
                 "\"failed_cond_puts_per_acq\":%.2f,\"other_put_errors\":%" PRIu64 ",\"acquire_errors\":%" PRIu64
                 ",\"release_errors\":%" PRIu64 ",\"handovers_per_s\":%.1f,\"clients_that_acquired\":%" PRIu64 ",\"min_per_client\":%" PRIu64
-                ",\"max_per_client\":%" PRIu64 ",\"per_client\":[%s],\"overlaps\":%" PRIu64
+                ",\"max_per_client\":%" PRIu64 ",\"per_client\":[%s],\"jain\":%.3f,\"overlaps\":%" PRIu64
                 ",\"min_handover_gap_ms\":%.3f,\"client_cpu_us_per_acq\":%.1f,\"wire\":{\"GetItem\":%" PRIu64 ",\"PutItem\":%" PRIu64
                 ",\"DeleteItem\":%" PRIu64 ",\"other\":%" PRIu64 "},\"store\":{\"get\":%" PRIu64 ",\"put\":%" PRIu64
                 "}%s%s%s}\n",
-                procs, poll_ms, procs, seconds, hold_ms, poll_ms, ttl_ms, acq,
+                procs, poll_ms, yield_ms == 0 ? "" : ("-yield" + std::to_string(yield_ms) + "ms").c_str(), procs,
+                seconds, hold_ms, poll_ms, ttl_ms, acq,
                 static_cast<double>(acq) / static_cast<double>(seconds), pct(waits, 50), pct(waits, 99),
                 pct(waits, 100), static_cast<double>(wire) * per, static_cast<double>(w_get) * per,
                 static_cast<double>(w_put) * per, static_cast<double>(gets) * per,
                 static_cast<double>(w_get > gets ? w_get - gets : 0) * per, static_cast<double>(put_pf) * per,
-                put_err, acq_err, rel_err, static_cast<double>(handovers) / static_cast<double>(seconds), served, min_pp == ~0ull ? 0 : min_pp, max_pp, pp.c_str(), overlaps,
+                put_err, acq_err, rel_err, static_cast<double>(handovers) / static_cast<double>(seconds), served, min_pp == ~0ull ? 0 : min_pp, max_pp, pp.c_str(), jain, overlaps,
                 min_gap == std::numeric_limits<std::int64_t>::max() ? 0.0 : static_cast<double>(min_gap) / 1e6,
                 cpu_total * 1e6 * per, w_get,
                 w_put, w_del, w_other, gets, puts, errors.empty() ? "" : ",\"errors\":\"", errors.c_str(),

@@ -259,3 +259,99 @@ TEST_CASE("the takeover window saturates instead of overflowing") {
 }
 
 }
+
+namespace {
+
+// Releases the held lease at `t`: the marker is confirmed as `version` 1 ms later.
+void release_at(lease_machine& m, std::chrono::nanoseconds t, std::string version) {
+    auto marker = m.release_start(t);
+    REQUIRE(marker.what == act::write);
+    auto done = m.release_on_write(t + 1ms, {}, written(std::move(version)));
+    REQUIRE(done.what == act::done);
+    REQUIRE_FALSE(done.ec);
+}
+
+// Expects `a` to take back our released marker `version` with one write, confirmed 1 ms later as `next`.
+void take_back(lease_machine& m, lease_action const& a, std::chrono::nanoseconds t, std::string const& version,
+               std::string next) {
+    REQUIRE(a.what == act::write);
+    CHECK(a.pc.version() == version);
+    auto done = m.acquire_on_write(t + 1ms, {}, written(std::move(next)));
+    REQUIRE(done.what == act::done);
+    REQUIRE_FALSE(done.ec);
+}
+
+} // namespace
+
+TEST_SUITE("lease machine") {
+
+TEST_CASE("fairness: one's own release is taken back at once during a turn, after a yield once the turn is over") {
+    fixture f; // poll interval 1 s: a turn of 1 s, a yield of 1.25 s
+    acquire_free(f.m, 0s);
+    release_at(f.m, 100ms, "v2");
+    take_back(f.m, f.m.acquire_start(200ms, true), 200ms, "v2", "v3"); // within the turn: no wait
+
+    release_at(f.m, 1500ms, "v4");
+    auto yield = f.m.acquire_start(1600ms, true); // the turn began at 0 s: over
+    REQUIRE(yield.what == act::wait);
+    CHECK(yield.delay == std::chrono::nanoseconds(1250ms - 99ms)); // 1.25 s after the release was confirmed
+    CHECK(f.m.state() == lease_state::acquiring);
+    take_back(f.m, f.m.acquire_on_wait(2751ms), 2751ms, "v4", "v5");
+    CHECK(f.m.token() == 3);
+
+    // Nobody came: the next turn is twice as long (2 s from 2.751 s).
+    release_at(f.m, 3s, "v6");
+    take_back(f.m, f.m.acquire_start(4700ms, true), 4700ms, "v6", "v7");
+    release_at(f.m, 4800ms, "v8");
+    CHECK(f.m.acquire_start(4900ms, true).what == act::wait);
+}
+
+TEST_CASE("fairness: a release long enough ago was the waiters' chance; the record is taken back without waiting") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    release_at(f.m, 2s, "v2");
+    take_back(f.m, f.m.acquire_start(10s, true), 10s, "v2", "v3"); // 8 s after the release: no pause
+}
+
+TEST_CASE("fairness: a waiter that took the record during the yield keeps it; we wait like any contender") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    release_at(f.m, 1500ms, "v2");
+    REQUIRE(f.m.acquire_start(1600ms, true).what == act::wait);
+    auto claim = f.m.acquire_on_wait(2751ms);
+    REQUIRE(claim.what == act::write);
+    baton::put_result refused;
+    refused.current = foreign(2, "v3"); // b took it with token 2 and holds it
+    auto wait = f.m.acquire_on_write(2752ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(wait.what == act::wait);
+    CHECK(wait.delay <= std::chrono::nanoseconds(1s));
+    CHECK(f.m.state() == lease_state::acquiring);
+    // b releases: its marker is claimed at once, and the turn that starts is a new one.
+    CHECK(f.m.acquire_on_wait(3s).what == act::read);
+    auto mine = f.m.acquire_on_read(3s, {}, foreign(2, "v4", true), {});
+    REQUIRE(mine.what == act::write);
+    CHECK(body_of(mine).token == 3);
+    REQUIRE(f.m.acquire_on_write(3001ms, {}, written("v5")).what == act::done);
+    release_at(f.m, 3500ms, "v6");
+    take_back(f.m, f.m.acquire_start(3600ms, true), 3600ms, "v6", "v7"); // a fresh 1 s turn from 3 s
+}
+
+TEST_CASE("fairness: yield_after = max() never yields; negative or over 24 h is refused") {
+    baton::standard_retry retry;
+    auto o = fixture::opts("a", 2.0);
+    o.yield_after = std::chrono::milliseconds::max();
+    CHECK_NOTHROW(o.validate());
+    lease_machine m(o, 7, fixture::hooks(retry));
+    acquire_free(m, 0s);
+    release_at(m, 100s, "v2");
+    take_back(m, m.acquire_start(100s + 2ms, true), 100s + 2ms, "v2", "v3");
+
+    o.yield_after = -1ms;
+    CHECK_THROWS_AS(o.validate(), baton::config_error);
+    o.yield_after = std::chrono::hours(25);
+    CHECK_THROWS_AS(o.validate(), baton::config_error);
+    o.yield_after = std::chrono::hours(24);
+    CHECK_NOTHROW(o.validate());
+}
+
+} // TEST_SUITE

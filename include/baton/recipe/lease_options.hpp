@@ -28,6 +28,7 @@ namespace baton {
     - renew interval < renew deadline < `ttl` (a renewal is tried before the deadline, and the deadline comes before expiry);
     - `max_clock_rate_skew` is a finite number from 1 to 1000 (so `ttl` × it always fits the clock's range);
     - 0 < `poll_interval` ≤ `ttl`;
+    - 0 ≤ `yield_after` ≤ 24 h, or `milliseconds::max()`;
     - `owner` (at most 1 KiB) and `value` (at most 8 KiB) are valid UTF-8, so
       that the record, escaped, always stays readable (under 64 KiB).
 */
@@ -67,6 +68,24 @@ struct lease_options {
         `lease_grant::created_record`).
     */
     bool wall_clock_tokens = false;
+    /** Fairness between participants that release the lease and want it
+        again. Taking back one's own released lease costs one write and no
+        wait, so under contention the releaser would win nearly every time:
+        its rivals see the released record only if one of their polls falls
+        in the round trip between the release and the re-claim. So a
+        participant takes its own released lease straight back only for a
+        turn of `yield_after` (counted from the first term of the run); after
+        that its next acquisition first leaves the released record alone for
+        1.25 × `poll_interval`, long enough for every waiting contender to
+        read it once, and the first to read it takes it. If nobody does, the
+        participant takes it back with one write and its next turn is twice
+        as long (at most 16 × `yield_after`), so a participant without
+        rivals pauses rarely. Acquisitions that are not taking back one's
+        own release are never delayed, and no write is added. Zero (the
+        default): `poll_interval`. `milliseconds::max()`: never yield (the
+        releaser keeps winning under contention). Otherwise at most 24 h.
+    */
+    std::chrono::milliseconds yield_after{0};
 
     /// The renew interval in force (explicit or derived).
     std::chrono::milliseconds effective_renew_interval() const noexcept {
@@ -75,6 +94,11 @@ struct lease_options {
     /// The renew deadline in force (explicit or derived).
     std::chrono::milliseconds effective_renew_deadline() const noexcept {
         return renew_deadline.count() != 0 ? renew_deadline : ttl * 2 / 3;
+    }
+
+    /// The fairness turn in force (explicit or derived; `max()` never yields).
+    std::chrono::milliseconds effective_yield_after() const noexcept {
+        return yield_after.count() != 0 ? yield_after : poll_interval;
     }
 
     /// Throws `config_error` with a message naming the first broken rule.
@@ -106,6 +130,10 @@ struct lease_options {
         if (poll_interval.count() <= 0) throw config_error("lease_options: poll_interval must be positive");
         if (poll_interval > ttl)
             throw config_error("lease_options: poll_interval (" + ms(poll_interval) + ") must not exceed ttl (" + ms(ttl) + ")");
+        if (yield_after.count() < 0) throw config_error("lease_options: yield_after must not be negative");
+        if (yield_after > std::chrono::hours(24) && yield_after != std::chrono::milliseconds::max())
+            throw config_error("lease_options: yield_after (" + ms(yield_after) +
+                               ") must be at most 24 hours, or milliseconds::max() to never yield");
         if (value.size() > 8 * 1024) throw config_error("lease_options: value must be at most 8 KiB");
         if (owner.size() > 1024) throw config_error("lease_options: owner must be at most 1 KiB");
         // Both travel in a JSON record that every contender must be able to read back.

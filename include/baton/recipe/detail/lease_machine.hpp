@@ -130,7 +130,25 @@ public:
         took_over_ = false;
         created_ = false;
         diag_.clear();
-        if (known_ && released_) return claim(now, known_token_ + 1, precondition::matches(known_version_));
+        reclaim_ = after_yield_ = yielding_ = false;
+        if (known_ && released_) {
+            if (released_by_us()) {
+                reclaim_ = true;
+                if (streak_over(now)) {
+                    // Our turn has lasted long enough: the released record stays with the waiters for
+                    // a poll interval and a quarter after our release (each reads it within one)
+                    // before we take it back.
+                    auto const since_release = now - released_at_;
+                    if (since_release < yield_pause()) {
+                        reclaim_ = false;
+                        yielding_ = true;
+                        return lease_action::wait(yield_pause() - since_release);
+                    }
+                    after_yield_ = true;
+                }
+            }
+            return claim(now, known_token_ + 1, precondition::matches(known_version_));
+        }
         if (!known_ || absent_) return create(now);
         return lease_action::read();
     }
@@ -138,6 +156,7 @@ public:
     lease_action acquire_on_write(own_time now, error_code ec, put_result const& r) {
         late_claim_ = false;
         if (!ec) return claimed(now, inflight_.token, r.version, inflight_.sent);
+        reclaim_ = after_yield_ = false; // whatever comes next is not taking back our own release
         diag_ = r.diag;
         if (ec == errc::precondition_failed) {
             if (r.current) return consider(now, *r.current);
@@ -167,6 +186,7 @@ public:
     lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                  diagnostics const& d) {
         late_claim_ = false;
+        reclaim_ = after_yield_ = false;
         if (ec) {
             diag_ = d;
             return retry_or_fail(ec, read_next);
@@ -181,7 +201,12 @@ public:
     }
 
     lease_action acquire_on_wait(own_time now) {
-        (void)now;
+        if (std::exchange(yielding_, false) && known_ && released_) {
+            // The yield is over: take the record back with one write. If a waiter took it
+            // meanwhile, the refusal shows whose it is, and we wait like any contender.
+            reclaim_ = after_yield_ = true;
+            return claim(now, known_token_ + 1, precondition::matches(known_version_));
+        }
         return lease_action::read();
     }
 
@@ -282,8 +307,7 @@ public:
     }
 
     lease_action release_on_write(own_time now, error_code ec, put_result const& r) {
-        (void)now;
-        if (!ec) return released(r.version);
+        if (!ec) return released(now, r.version);
         diag_ = r.diag;
         if (ec == errc::precondition_failed || ec == errc::not_found) {
             // As for renewals, the record decides: a write of ours in doubt may have landed, or the refusal was spurious.
@@ -305,7 +329,7 @@ public:
         lease_body b;
         if (decode_lease_body(found->body, b, diag_)) return release_failed(errc::lease_lost);
         if (auto landed = own_doubt(b.nonce)) {
-            if (b.released) return released(found->version);
+            if (b.released) return released(now, found->version);
             // A renewal of ours landed: the record is still ours, under a newer version.
             own_doubts_.clear();
             held_.version = found->version;
@@ -388,6 +412,25 @@ private:
         return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl_);
     }
 
+    // The record as last known is the released marker this object wrote itself.
+    bool released_by_us() const noexcept { return !own_release_version_.empty() && known_version_ == own_release_version_; }
+
+    // Fairness (lease_options::yield_after): whether the current run of terms taken back
+    // straight after our own release has lasted a turn.
+    std::chrono::nanoseconds first_turn() const noexcept {
+        auto const y = opts_.effective_yield_after();
+        if (y == std::chrono::milliseconds::max()) return std::chrono::nanoseconds::max();
+        return std::chrono::nanoseconds(y);
+    }
+    bool streak_over(own_time now) const noexcept {
+        return turn_ != std::chrono::nanoseconds::max() && now - streak_since_ >= turn_;
+    }
+    // A poll interval and a quarter: every waiter reads within a poll interval (its pauses are
+    // jittered down, never up); the quarter is for a read still in flight.
+    std::chrono::nanoseconds yield_pause() const noexcept {
+        return std::chrono::nanoseconds(opts_.poll_interval) * 5 / 4;
+    }
+
     lease_action claim(own_time now, std::uint64_t token, precondition pc) {
         inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false,
                                    pc.which() == precondition::kind::absent};
@@ -418,6 +461,17 @@ private:
         held_ = held_record{token, version, inflight_.nonce, sent};
         has_version_ = true;
         state_ = lease_state::held;
+        if (!reclaim_) {
+            // Taken from someone else, created, or taken over: a new turn starts.
+            streak_since_ = sent;
+            turn_ = first_turn();
+        } else if (after_yield_) {
+            // We yielded and nobody took it: likely nobody waits. The next turn is twice as long
+            // (up to 16 times the first), so a participant without rivals seldom pauses.
+            streak_since_ = sent;
+            turn_ = std::min(turn_ * 2, first_turn() * 16);
+        }
+        reclaim_ = after_yield_ = false;
         return lease_action::done();
     }
 
@@ -440,6 +494,7 @@ private:
             inflight_ = *pending_;
             return claimed(now, pending_->token, r.version, pending_->sent);
         }
+        reclaim_ = after_yield_ = false;
         if (b.released || b.owner == instance_) {
             // Released, or ours from an earlier term: nobody else can hold it
             // while this version is current. A new term gets a new token.
@@ -543,7 +598,7 @@ private:
         return release_failed(ec);
     }
 
-    lease_action released(std::string const& version) {
+    lease_action released(own_time now, std::string const& version) {
         note_success();
         own_doubts_.clear();
         state_ = lease_state::released;
@@ -552,6 +607,8 @@ private:
         released_ = true;
         known_version_ = version;
         known_token_ = held_.token;
+        own_release_version_ = version;
+        released_at_ = now;
         has_version_ = false;
         return lease_action::done();
     }
@@ -597,6 +654,15 @@ private:
     std::uint64_t creation_floor_ = 0; // the least token a created record starts at
     bool try_once_ = false;
     unsigned attempt_ = 0;
+
+    // Fairness between contenders that release and re-acquire (lease_options::yield_after).
+    std::string own_release_version_;      // the version of the last released marker we wrote
+    own_time released_at_{0};              // when that marker was confirmed
+    own_time streak_since_{0};             // when the current run of terms taken back straight after our release began
+    std::chrono::nanoseconds turn_{0};     // how long that run may last before we yield
+    bool reclaim_ = false;                 // the claim in flight takes back our own released record
+    bool after_yield_ = false;             // ... after yielding it for a poll interval
+    bool yielding_ = false;                // the wait in progress is a yield
     after_wait next_after_wait_ = read_next;
 
     attempt_record inflight_;
