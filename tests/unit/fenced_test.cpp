@@ -7,12 +7,14 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -311,6 +313,36 @@ TEST_CASE("out of retries with a write in doubt: the last read settles it, and a
     CHECK(o.ec == errc::service_unavailable); // not operation_aborted: nobody cancelled
     CHECK(o.r.requests == 3);                 // the write, the failed read, the settling read
     CHECK(net.inner().peek("k")->body.find("\nv0") != std::string::npos);
+}
+
+TEST_CASE("move-only handlers are moved through, also when erased by the caller (fenced and kv)") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_fenced f(ioc.get_executor(), store);
+    baton::memory_kv kv(ioc.get_executor(), store);
+    int done = 0;
+    auto owned = std::make_unique<int>(7);
+    f.async_write("fenced/k", "v", 1, [p = std::move(owned), &done](error_code ec, baton::fenced_write_result) {
+        CHECK_FALSE(ec);
+        CHECK(*p == 7);
+        ++done;
+    });
+    // A caller that erased its handler first: an any_completion_handler passed on as an rvalue.
+    asio::any_completion_handler<void(error_code, std::optional<baton::kv_entry>)> erased(
+        [p = std::make_unique<int>(8), &done](error_code ec, std::optional<baton::kv_entry>) {
+            CHECK_FALSE(ec);
+            CHECK(*p == 8);
+            ++done;
+        });
+    kv.async_get("kv/k", std::move(erased));
+    kv.async_put("kv/k", "v", baton::kv_condition::none(),
+                 [p = std::make_unique<int>(9), &done](error_code ec, baton::kv_write_result) {
+                     CHECK_FALSE(ec);
+                     CHECK(*p == 9);
+                     ++done;
+                 });
+    ioc.run();
+    CHECK(done == 3);
 }
 
 TEST_CASE("many writers with one token on one key all succeed, each write landing whole") {

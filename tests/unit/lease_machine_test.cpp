@@ -299,8 +299,9 @@ TEST_CASE("fairness: one's own release is taken back at once during a turn, afte
     take_back(f.m, f.m.acquire_on_wait(2751ms), 2751ms, "v4", "v5");
     CHECK(f.m.token() == 3);
 
-    // Nobody came: the next turn is twice as long (2 s from 2.751 s).
-    release_at(f.m, 3s, "v6");
+    // Nobody came: the next turn is twice as long (2 s from 2.751 s): at 4.7 s, 0.1 s after the
+    // release, a 1-s turn would yield; this one takes the record back at once.
+    release_at(f.m, 4600ms, "v6");
     take_back(f.m, f.m.acquire_start(4700ms, true), 4700ms, "v6", "v7");
     release_at(f.m, 4800ms, "v8");
     CHECK(f.m.acquire_start(4900ms, true).what == act::wait);
@@ -334,6 +335,49 @@ TEST_CASE("fairness: a waiter that took the record during the yield keeps it; we
     REQUIRE(f.m.acquire_on_write(3001ms, {}, written("v5")).what == act::done);
     release_at(f.m, 3500ms, "v6");
     take_back(f.m, f.m.acquire_start(3600ms, true), 3600ms, "v6", "v7"); // a fresh 1 s turn from 3 s
+}
+
+TEST_CASE("fairness: try-once, and a timeout shorter than the pause, take their own release back at once") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    release_at(f.m, 1500ms, "v2");
+    take_back(f.m, f.m.acquire_start(1600ms, false), 1600ms, "v2", "v3");
+    release_at(f.m, 1700ms, "v4");
+    take_back(f.m, f.m.acquire_start(1800ms, true, 1250ms), 1800ms, "v4", "v5");
+    release_at(f.m, 1900ms, "v6");
+    CHECK(f.m.acquire_start(2000ms, true, 1251ms).what == act::wait); // this one has the time
+}
+
+TEST_CASE("fairness: a take-back that fails transiently is read back: our marker is taken back, and the turn goes on") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    release_at(f.m, 100ms, "v2");
+    auto claim = f.m.acquire_start(200ms, true);
+    REQUIRE(claim.what == act::write);
+    auto pause = f.m.acquire_on_write(201ms, error_code(errc::throttled), {}); // not applied
+    REQUIRE(pause.what == act::wait);
+    REQUIRE(f.m.acquire_on_wait(300ms).what == act::read);
+    auto marker = baton::record{"k", baton::detail::encode_lease_body(f.m.instance(), "", "n", 1, true, 30s), "v2"};
+    take_back(f.m, f.m.acquire_on_read(301ms, {}, marker, {}), 301ms, "v2", "v3");
+    // Still the turn that began at 0 s: the next take-back after 1 s yields.
+    release_at(f.m, 1100ms, "v4");
+    CHECK(f.m.acquire_start(1200ms, true).what == act::wait);
+}
+
+TEST_CASE("fairness: a take-back in doubt settled by reading it back keeps the turn it belonged to") {
+    fixture f;
+    acquire_free(f.m, 0s);
+    release_at(f.m, 100ms, "v2");
+    auto claim = f.m.acquire_start(200ms, true);
+    REQUIRE(claim.what == act::write);
+    REQUIRE(f.m.acquire_on_write(2200ms, error_code(errc::timeout), {}).what == act::wait); // in doubt
+    REQUIRE(f.m.acquire_on_wait(2300ms).what == act::read);
+    auto done = f.m.acquire_on_read(2300ms, {}, stored(claim, "v3"), {}); // it landed
+    REQUIRE(done.what == act::done);
+    REQUIRE_FALSE(done.ec);
+    // The turn began at 0 s, not at the settlement: the next take-back yields.
+    release_at(f.m, 2400ms, "v4");
+    CHECK(f.m.acquire_start(2500ms, true).what == act::wait);
 }
 
 TEST_CASE("fairness: yield_after = max() never yields; negative or over 24 h is refused") {

@@ -1852,6 +1852,7 @@ contention_result contend(std::uint64_t seed, std::chrono::milliseconds yield_af
         std::unique_ptr<faulty_lease> lease;
         std::unique_ptr<timer> hold;
         vtime asked{};
+        bool waiting = false;
         unsigned served = 0;
     };
     std::vector<contender> cs(static_cast<std::size_t>(k));
@@ -1861,8 +1862,10 @@ contention_result contend(std::uint64_t seed, std::chrono::milliseconds yield_af
     std::function<void(contender&)> loop = [&](contender& c) {
         c.asked = virtual_clock::now();
         if (c.asked >= end) return;
+        c.waiting = true;
         c.lease->async_acquire([&](error_code ec, baton::lease_grant) {
             REQUIRE_FALSE(ec);
+            c.waiting = false;
             if (held) ++out.overlaps;
             held = true;
             ++c.served;
@@ -1888,10 +1891,14 @@ contention_result contend(std::uint64_t seed, std::chrono::milliseconds yield_af
         c.hold = std::make_unique<timer>(sched.get_executor());
         loop(c);
     }
-    sched.run_for(run + 2s);
+    sched.run_for(run + 5s);
     for (auto& c : cs) {
         out.per_contender.push_back(c.served);
         out.acquisitions += c.served;
+        // One still waiting counts with its wait so far (a starved contender must not pass unseen).
+        if (c.waiting)
+            out.max_wait_ms = std::max(out.max_wait_ms,
+                                       std::chrono::duration<double, std::milli>(virtual_clock::now() - c.asked).count());
     }
     auto const n = store.counts();
     out.requests_per_acquisition = static_cast<double>(n.gets + n.puts) / std::max(1u, out.acquisitions);

@@ -156,7 +156,8 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_write(std::string key, std::string value, std::uint64_t token, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, fenced_write_result)>(
-            detail::settled_write_op<state, write_spec>(st_, std::move(key), write_spec{std::move(value), token}), tok, st_->ex);
+            detail::settled_write_op<state, write_spec>(st_, std::move(key), write_spec{std::move(value), token}),
+            std::forward<Token>(tok), st_->ex);
     }
 
     /** Reads `key`.
@@ -168,7 +169,7 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_read(std::string key, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, std::optional<fenced_value>)>(
-            read_op{st_, std::move(key)}, tok, st_->ex);
+            read_op{st_, std::move(key)}, std::forward<Token>(tok), st_->ex);
     }
 
     /// Forgets the cached version of `key` (the next write reads first).

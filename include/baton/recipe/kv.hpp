@@ -213,7 +213,7 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_get(std::string key, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, std::optional<kv_entry>)>(
-            get_op{st_, std::move(key)}, tok, st_->ex);
+            get_op{st_, std::move(key)}, std::forward<Token>(tok), st_->ex);
     }
 
     /** Writes `value` to `key` if `cond` holds.
@@ -302,7 +302,7 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_list(std::string prefix, std::string after = {}, std::size_t limit = 1000, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, kv_list_page)>(
-            list_op{st_, std::move(prefix), std::move(after), limit, {}, {}, 0}, tok, st_->ex);
+            list_op{st_, std::move(prefix), std::move(after), limit, {}, {}, 0}, std::forward<Token>(tok), st_->ex);
     }
 
     /// Forgets the cached version of `key` (the next conditional write reads first).
@@ -326,7 +326,7 @@ private:
         e.fence = cond.fence();
         return detail::async_compose_erased<void(error_code, kv_write_result)>(
             detail::settled_write_op<state, write_spec<Fn>>(st_, std::move(key), write_spec<Fn>{op, std::move(value), e, std::move(fn)}),
-            tok, st_->ex);
+            std::forward<Token>(tok), st_->ex);
     }
 
     // What a kv write adds to the settled-write driver: its conditions, its machine, the

@@ -413,6 +413,9 @@ private:
         }
 
         // ---- acquire ------------------------------------------------------
+        // Saturated: a timeout of milliseconds::max() must mean "very long", never overflow.
+        static constexpr std::chrono::milliseconds longest_timeout = std::chrono::hours(24 * 365 * 10);
+
         // Not a template: the caller's handler arrives type-erased, so this and all it calls
         // are compiled once per lease type, not once per handler.
         void start_acquire(boost::asio::any_completion_handler<void(error_code, lease_grant)> h, acquire_options o) {
@@ -436,12 +439,12 @@ private:
                 self.interrupt_acquire(boost::asio::error::operation_aborted);
             });
             if (o.timeout) {
-                // Saturated: a timeout of milliseconds::max() must mean "very long", never overflow.
-                constexpr std::chrono::milliseconds longest = std::chrono::hours(24 * 365 * 10);
-                arm(timeout_timer, std::min(*o.timeout, longest), [gen](impl& s) { return s.acquire_op.current(gen); },
+                arm(timeout_timer, std::min(*o.timeout, longest_timeout), [gen](impl& s) { return s.acquire_op.current(gen); },
                     [](impl& s) { s.interrupt_acquire(errc::timeout); });
             }
-            step_acquire(m.acquire_start(now(), o.wait));
+            step_acquire(m.acquire_start(now(), o.wait,
+                                         o.timeout ? std::chrono::nanoseconds(std::min(*o.timeout, longest_timeout))
+                                                   : std::chrono::nanoseconds::max()));
         }
 
         void interrupt_acquire(error_code reason) {

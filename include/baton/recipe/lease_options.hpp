@@ -81,7 +81,10 @@ struct lease_options {
         participant takes it back with one write and its next turn is twice
         as long (at most 16 × `yield_after`), so a participant without
         rivals pauses rarely. Acquisitions that are not taking back one's
-        own release are never delayed, and no write is added. Zero (the
+        own release are never delayed, nor are try-once acquisitions and
+        ones whose timeout is shorter than the pause; no write is added.
+        The pause assumes the waiters poll at least as often as this
+        participant (the same `poll_interval`). Zero (the
         default): `poll_interval`. `milliseconds::max()`: never yield (the
         releaser keeps winning under contention). Otherwise at most 24 h.
     */

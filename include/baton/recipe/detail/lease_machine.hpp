@@ -119,7 +119,10 @@ public:
     double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
     // ---- acquire -----------------------------------------------------------
-    lease_action acquire_start(own_time now, bool wait) {
+    // `patience`: how long the caller waits at most (its timeout). A yield that would not fit in
+    // it, or in a try-once acquisition, is skipped: they take their own release back at once.
+    lease_action acquire_start(own_time now, bool wait,
+                               std::chrono::nanoseconds patience = std::chrono::nanoseconds::max()) {
         // Writes of the previous term still in doubt belong to it: if one lands, the record
         // reads as ours from an earlier term, and the claim takes token + 1.
         own_doubts_.clear();
@@ -130,23 +133,10 @@ public:
         took_over_ = false;
         created_ = false;
         diag_.clear();
-        reclaim_ = after_yield_ = yielding_ = false;
+        yielding_ = yielded_ = false;
+        yield_allowed_ = wait && patience > yield_pause();
         if (known_ && released_) {
-            if (released_by_us()) {
-                reclaim_ = true;
-                if (streak_over(now)) {
-                    // Our turn has lasted long enough: the released record stays with the waiters for
-                    // a poll interval and a quarter after our release (each reads it within one)
-                    // before we take it back.
-                    auto const since_release = now - released_at_;
-                    if (since_release < yield_pause()) {
-                        reclaim_ = false;
-                        yielding_ = true;
-                        return lease_action::wait(yield_pause() - since_release);
-                    }
-                    after_yield_ = true;
-                }
-            }
+            if (released_by_us()) return take_back(now);
             return claim(now, known_token_ + 1, precondition::matches(known_version_));
         }
         if (!known_ || absent_) return create(now);
@@ -156,7 +146,6 @@ public:
     lease_action acquire_on_write(own_time now, error_code ec, put_result const& r) {
         late_claim_ = false;
         if (!ec) return claimed(now, inflight_.token, r.version, inflight_.sent);
-        reclaim_ = after_yield_ = false; // whatever comes next is not taking back our own release
         diag_ = r.diag;
         if (ec == errc::precondition_failed) {
             if (r.current) return consider(now, *r.current);
@@ -186,7 +175,6 @@ public:
     lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                  diagnostics const& d) {
         late_claim_ = false;
-        reclaim_ = after_yield_ = false;
         if (ec) {
             diag_ = d;
             return retry_or_fail(ec, read_next);
@@ -201,11 +189,11 @@ public:
     }
 
     lease_action acquire_on_wait(own_time now) {
-        if (std::exchange(yielding_, false) && known_ && released_) {
+        if (std::exchange(yielding_, false)) {
             // The yield is over: take the record back with one write. If a waiter took it
             // meanwhile, the refusal shows whose it is, and we wait like any contender.
-            reclaim_ = after_yield_ = true;
-            return claim(now, known_token_ + 1, precondition::matches(known_version_));
+            yielded_ = true;
+            if (known_ && released_by_us()) return take_back(now);
         }
         return lease_action::read();
     }
@@ -393,6 +381,8 @@ private:
         std::uint64_t acquisition = 0; // claims: which acquisition sent it
         bool release = false;          // own writes: a released marker
         bool creates = false;          // claims: created the record (it was absent)
+        bool takes_back = false;       // claims: of our own released marker
+        bool after_yield = false;      // ... after this acquisition yielded it to the waiters
     };
     struct held_record {
         std::uint64_t token = 0;
@@ -431,9 +421,26 @@ private:
         return std::chrono::nanoseconds(opts_.poll_interval) * 5 / 4;
     }
 
+    // Our own released marker is the record: taken back at once during our turn; once the turn
+    // is over, it stays with the waiters until 1.25 poll intervals after our release (each
+    // reads it within one poll interval), unless this acquisition may not wait that long.
+    lease_action take_back(own_time now) {
+        if (!yielded_ && yield_allowed_ && streak_over(now)) {
+            auto const since_release = now - released_at_;
+            if (since_release < yield_pause()) {
+                yielding_ = true;
+                return lease_action::wait(yield_pause() - since_release);
+            }
+            yielded_ = true; // the waiters have had that time already
+        }
+        return claim(now, known_token_ + 1, precondition::matches(known_version_));
+    }
+
     lease_action claim(own_time now, std::uint64_t token, precondition pc) {
+        bool const takes_back = pc.which() == precondition::kind::matches && released_by_us() &&
+                                pc.version() == known_version_;
         inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false,
-                                   pc.which() == precondition::kind::absent};
+                                   pc.which() == precondition::kind::absent, takes_back, takes_back && yielded_};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
         return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
     }
@@ -461,17 +468,16 @@ private:
         held_ = held_record{token, version, inflight_.nonce, sent};
         has_version_ = true;
         state_ = lease_state::held;
-        if (!reclaim_) {
+        if (!inflight_.takes_back) {
             // Taken from someone else, created, or taken over: a new turn starts.
             streak_since_ = sent;
             turn_ = first_turn();
-        } else if (after_yield_) {
+        } else if (inflight_.after_yield) {
             // We yielded and nobody took it: likely nobody waits. The next turn is twice as long
             // (up to 16 times the first), so a participant without rivals seldom pauses.
             streak_since_ = sent;
             turn_ = std::min(turn_ * 2, first_turn() * 16);
         }
-        reclaim_ = after_yield_ = false;
         return lease_action::done();
     }
 
@@ -494,7 +500,10 @@ private:
             inflight_ = *pending_;
             return claimed(now, pending_->token, r.version, pending_->sent);
         }
-        reclaim_ = after_yield_ = false;
+        if (b.released && r.version == own_release_version_) {
+            attempt_ = 0;
+            return take_back(now); // our own marker, still there (read after a failure or a wait)
+        }
         if (b.released || b.owner == instance_) {
             // Released, or ours from an earlier term: nobody else can hold it
             // while this version is current. A new term gets a new token.
@@ -660,9 +669,9 @@ private:
     own_time released_at_{0};              // when that marker was confirmed
     own_time streak_since_{0};             // when the current run of terms taken back straight after our release began
     std::chrono::nanoseconds turn_{0};     // how long that run may last before we yield
-    bool reclaim_ = false;                 // the claim in flight takes back our own released record
-    bool after_yield_ = false;             // ... after yielding it for a poll interval
+    bool yield_allowed_ = false;           // this acquisition may yield (it waits, and long enough)
     bool yielding_ = false;                // the wait in progress is a yield
+    bool yielded_ = false;                 // this acquisition has yielded
     after_wait next_after_wait_ = read_next;
 
     attempt_record inflight_;
