@@ -433,12 +433,10 @@ private:
             }
             yielded_ = true; // the waiters have had that time already
         }
-        return claim(now, known_token_ + 1, precondition::matches(known_version_));
+        return claim(now, known_token_ + 1, precondition::matches(known_version_), true);
     }
 
-    lease_action claim(own_time now, std::uint64_t token, precondition pc) {
-        bool const takes_back = pc.which() == precondition::kind::matches && released_by_us() &&
-                                pc.version() == known_version_;
+    lease_action claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false) {
         inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false,
                                    pc.which() == precondition::kind::absent, takes_back, takes_back && yielded_};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
@@ -500,7 +498,7 @@ private:
             inflight_ = *pending_;
             return claimed(now, pending_->token, r.version, pending_->sent);
         }
-        if (b.released && r.version == own_release_version_) {
+        if (released_by_us()) {
             attempt_ = 0;
             return take_back(now); // our own marker, still there (read after a failure or a wait)
         }
