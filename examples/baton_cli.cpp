@@ -102,7 +102,8 @@ char const* const usage_run =
     "                     format (node_exporter's textfile collector), rewritten\n"
     "                     atomically after every event\n"
     "  --verbose          print every event on stderr: acquisition, renewals with\n"
-    "                     their latency and margin, each store answer, loss, release\n"
+    "                     their latency and margin, each store answer, retries,\n"
+    "                     writes in doubt and how they were settled, loss, release\n"
     "%s"
     "\n"
     "exit status: COMMAND's; 75 when the lease could not be had; 64 on bad usage or\n"
@@ -860,6 +861,18 @@ struct cli_observer {
         if (e.kind != baton::answer_kind::ok && e.diag && !e.diag->empty()) line += " (" + e.diag->to_string() + ")";
         else if (e.ec) line += " (" + e.ec.message() + ")";
         say(line);
+        after_event();
+    }
+    void on_settled(baton::lease_settled_event const& e) {
+        metrics.on_settled(e);
+        say(std::string(baton::to_string(e.lane)) + " write in doubt (token " + std::to_string(e.fencing_token) +
+            ") settled: " + baton::to_string(e.outcome));
+        after_event();
+    }
+    void on_retry(baton::lease_retry_event const& e) {
+        metrics.on_retry(e);
+        say(std::string(baton::to_string(e.lane)) + " retry " + std::to_string(e.attempt) + " in " +
+            millis_text(e.delay) + " after: " + e.ec.message());
         after_event();
     }
 };

@@ -28,6 +28,7 @@
 #include <baton/recipe/lease_metrics.hpp>
 #include <baton/recipe/lease_options.hpp>
 #include <baton/recipe/run_while_held.hpp>
+#include <baton/recipe/write_observer.hpp>
 #include <baton/s3.hpp>
 #include <baton/store/record_store.hpp>
 #include <baton/store/settlement.hpp>

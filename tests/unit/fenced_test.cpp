@@ -3,6 +3,7 @@
 // ambiguous answers settled by reading back (memory store, sim kit faults).
 
 #include <baton/memory.hpp>
+#include <baton/recipe/lease_metrics.hpp>
 #include <baton/sim.hpp>
 
 #include <doctest/doctest.h>
@@ -363,6 +364,77 @@ TEST_CASE("many writers with one token on one key all succeed, each write landin
     REQUIRE(v);
     CHECK(v->token == 11);
     CHECK(v->value.size() == 2);
+}
+
+TEST_CASE("an observer sees each fenced and kv write call: outcome, fencing refusals, retries, settlement") {
+    struct recording {
+        std::shared_ptr<std::vector<std::string>> log = std::make_shared<std::vector<std::string>>();
+        void on_write(baton::write_event const& e) {
+            std::string line = std::string(e.recipe) + " " + std::string(e.operation) + " " + std::string(e.key) + " " +
+                               to_string(e.outcome) + " token " + std::to_string(e.token) + " requests " +
+                               std::to_string(e.requests) + " retries " + std::to_string(e.retries);
+            if (e.outcome == baton::write_outcome::fenced) line += " winning " + std::to_string(e.winning_token);
+            if (e.settlement) line += " ambiguous " + std::to_string(e.ambiguous) + " " + to_string(*e.settlement);
+            if (e.latency < 0ns || (e.ec && !e.diag)) line += " BAD";
+            log->push_back(line);
+        }
+    };
+    sim::scheduler sched(61);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 62, sim::fault_profile::none());
+    recording seen;
+    baton::lease_metrics metrics;
+    baton::basic_fenced<faulty_store, sim::manual_clock, baton::standard_retry, asio::any_io_executor, recording> f(
+        sched.get_executor(), net, {}, {}, 63, seen);
+    baton::basic_fenced<faulty_store, sim::manual_clock, baton::standard_retry, asio::any_io_executor, baton::lease_metrics>
+        metered(sched.get_executor(), net, {}, {}, 64, metrics);
+    auto run = [&](auto& w, std::string value, std::uint64_t token) {
+        std::optional<error_code> got;
+        w.async_write("k", std::move(value), token, [&](error_code ec, baton::fenced_write_result) { got = ec; });
+        sched.run_for(60s);
+        REQUIRE(got.has_value());
+        return *got;
+    };
+    CHECK_FALSE(run(f, "first", 5));
+    CHECK(run(f, "stale", 3) == errc::fenced);
+    net.inject_next(sim::fault_kind::drop_response); // applied; the answer is lost
+    CHECK_FALSE(run(f, "landed", 5));
+    net.inject_next(sim::fault_kind::drop_request); // never reached the store
+    CHECK_FALSE(run(f, "resent", 5));
+    std::vector<std::string> const want{
+        "fenced write k ok token 5 requests 2 retries 0", // a read first: the version is not known yet
+        "fenced write k fenced token 3 requests 1 retries 0 winning 5",
+        "fenced write k ok token 5 requests 2 retries 1 ambiguous 1 landed",
+        "fenced write k ok token 5 requests 3 retries 1 ambiguous 1 not_landed",
+    };
+    CHECK(*seen.log == want);
+
+    CHECK(run(metered, "stale", 4) == errc::fenced);
+    CHECK_FALSE(run(metered, "next", 6));
+    std::string const text = metrics.prometheus_text();
+    CHECK(text.find("baton_writes_total{recipe=\"fenced\",operation=\"write\",outcome=\"fenced\"} 1\n") != std::string::npos);
+    CHECK(text.find("baton_writes_total{recipe=\"fenced\",operation=\"write\",outcome=\"ok\"} 1\n") != std::string::npos);
+    CHECK(text.find("baton_write_latency_seconds_count{recipe=\"fenced\",operation=\"write\"} 2\n") != std::string::npos);
+
+    // kv: a failed condition, and an erase; the token is the condition's fence.
+    baton::basic_kv<faulty_store, sim::manual_clock, baton::standard_retry, asio::any_io_executor, recording> kv(
+        sched.get_executor(), net, {}, {}, 65, seen);
+    seen.log->clear();
+    std::vector<error_code> got;
+    kv.async_put("j", "v", baton::kv_condition::absent(), [&](error_code ec, baton::kv_write_result) { got.push_back(ec); });
+    sched.run_for(10s);
+    kv.async_put("j", "again", baton::kv_condition::absent(), [&](error_code ec, baton::kv_write_result) { got.push_back(ec); });
+    sched.run_for(10s);
+    kv.async_erase("j", baton::kv_condition::none().with_fence(9), [&](error_code ec, baton::kv_write_result) { got.push_back(ec); });
+    sched.run_for(10s);
+    REQUIRE(got.size() == 3);
+    CHECK_FALSE(got[0]);
+    CHECK(got[1] == errc::precondition_failed);
+    CHECK_FALSE(got[2]);
+    REQUIRE(seen.log->size() == 3);
+    CHECK(seen.log->at(0) == "kv put j ok token 0 requests 1 retries 0");
+    CHECK(seen.log->at(1).rfind("kv put j condition token 0 ", 0) == 0);
+    CHECK(seen.log->at(2).rfind("kv erase j ok token 9 ", 0) == 0);
 }
 
 }

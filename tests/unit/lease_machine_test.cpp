@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -36,8 +38,8 @@ struct fixture {
         o.max_clock_rate_skew = skew;
         return o;
     }
-    static baton::detail::retry_hooks hooks(baton::standard_retry& r) {
-        baton::detail::retry_hooks h;
+    static baton::detail::lease_hooks hooks(baton::standard_retry& r) {
+        baton::detail::lease_hooks h;
         h.ctx = &r;
         h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
             return static_cast<baton::standard_retry*>(c)->on_failure(ec, n, u);
@@ -396,6 +398,125 @@ TEST_CASE("fairness: yield_after = max() never yields; negative or over 24 h is 
     CHECK_THROWS_AS(o.validate(), baton::config_error);
     o.yield_after = std::chrono::hours(24);
     CHECK_NOTHROW(o.validate());
+}
+
+// ---- what an observer is told of settlements and retries ----------------------
+
+namespace {
+// A machine whose settlement and retry hooks write one line each.
+struct observed_fixture {
+    baton::standard_retry retry;
+    std::vector<std::string> seen;
+    lease_machine m;
+
+    observed_fixture() : m(fixture::opts("a", 2.0), 7, hooks()) {}
+    baton::detail::lease_hooks hooks() {
+        auto h = fixture::hooks(retry);
+        h.ctx = this;
+        h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
+            return static_cast<observed_fixture*>(c)->retry.on_failure(ec, n, u);
+        };
+        h.on_success = [](void* c, unsigned n) { static_cast<observed_fixture*>(c)->retry.on_success(n); };
+        h.on_settled = [](void* c, baton::lease_lane l, baton::settlement_outcome o, std::uint64_t token) {
+            static_cast<observed_fixture*>(c)->seen.push_back(std::string("settled ") + to_string(l) + " " +
+                                                             to_string(o) + " " + std::to_string(token));
+        };
+        h.on_retry = [](void* c, baton::lease_lane l, error_code const&, unsigned attempt, std::chrono::nanoseconds d) {
+            static_cast<observed_fixture*>(c)->seen.push_back(std::string("retry ") + to_string(l) + " " +
+                                                             std::to_string(attempt) + (d > 0ns ? "" : " NO-DELAY"));
+        };
+        return h;
+    }
+};
+} // namespace
+
+TEST_CASE("observed: a renewal in doubt when the term ends is reported unresolved when the next term starts") {
+    observed_fixture f;
+    acquire_free(f.m, 0s);
+    (void)f.m.renew_schedule(0s);
+    (void)f.m.renew_on_wait(9s);
+    auto after = f.m.renew_on_write(11s, error_code(errc::timeout), {});
+    REQUIRE(after.what == act::wait);
+    CHECK(f.seen == std::vector<std::string>{"retry renew 1"});
+    f.m.on_deadline(20s);
+    REQUIRE(f.m.state() == lease_state::lost);
+    CHECK(f.seen.size() == 1); // still undecided: nothing read it back
+    (void)f.m.acquire_start(21s, true);
+    CHECK(f.seen == std::vector<std::string>{"retry renew 1", "settled renew unresolved 1"});
+}
+
+TEST_CASE("observed: a renewal in doubt is reported landed when read back, not landed when the next one wins") {
+    SUBCASE("landed") {
+        observed_fixture f;
+        acquire_free(f.m, 0s);
+        (void)f.m.renew_schedule(0s);
+        auto first = f.m.renew_on_wait(9s);
+        auto pause = f.m.renew_on_write(11s, error_code(errc::timeout), {});
+        REQUIRE(f.m.renew_on_wait(11s + pause.delay).what == act::read);
+        CHECK(f.m.renew_on_read(12s, {}, stored(first, "v2"), {}).what == act::wait);
+        CHECK(f.seen == std::vector<std::string>{"retry renew 1", "settled renew landed 1"});
+    }
+    SUBCASE("not landed") {
+        observed_fixture f;
+        auto claim = acquire_free(f.m, 0s);
+        (void)f.m.renew_schedule(0s);
+        (void)f.m.renew_on_wait(9s);
+        auto pause = f.m.renew_on_write(11s, error_code(errc::timeout), {});
+        REQUIRE(f.m.renew_on_wait(11s + pause.delay).what == act::read);
+        auto again = f.m.renew_on_read(12s, {}, stored(claim, "v1"), {}); // unchanged: send again
+        REQUIRE(again.what == act::write);
+        CHECK(f.seen == std::vector<std::string>{"retry renew 1"}); // it may still land
+        CHECK(f.m.renew_on_write(12s + 5ms, {}, written("v2")).what == act::wait);
+        CHECK(f.seen == std::vector<std::string>{"retry renew 1", "settled renew not_landed 1"});
+    }
+}
+
+TEST_CASE("observed: a claim in doubt is reported landed when read back, not landed when a later claim wins") {
+    SUBCASE("landed") {
+        observed_fixture f;
+        auto claim = f.m.acquire_start(0s, true);
+        auto pause = f.m.acquire_on_write(2s, error_code(errc::timeout), {});
+        REQUIRE(pause.what == act::wait);
+        REQUIRE(f.m.acquire_on_wait(2s + pause.delay).what == act::read);
+        auto done = f.m.acquire_on_read(3s, {}, stored(claim, "v1"), {});
+        REQUIRE(done.what == act::done);
+        CHECK(f.seen == std::vector<std::string>{"retry acquire 1", "settled acquire landed 1"});
+    }
+    SUBCASE("not landed") {
+        observed_fixture f;
+        (void)f.m.acquire_start(0s, true);
+        auto pause = f.m.acquire_on_write(2s, error_code(errc::timeout), {});
+        REQUIRE(f.m.acquire_on_wait(2s + pause.delay).what == act::read);
+        auto again = f.m.acquire_on_read(3s, {}, std::nullopt, {}); // still absent: create again
+        REQUIRE(again.what == act::write);
+        REQUIRE(f.m.acquire_on_write(3s + 5ms, {}, written("v1")).what == act::done);
+        CHECK(f.seen == std::vector<std::string>{"retry acquire 1", "settled acquire not_landed 1"});
+    }
+}
+
+TEST_CASE("observed: a released marker in doubt that a contender already used is reported landed") {
+    observed_fixture f;
+    acquire_free(f.m, 0s);
+    (void)f.m.release_start(5s);
+    auto pause = f.m.release_on_write(7s, error_code(errc::timeout), {});
+    REQUIRE(pause.what == act::wait);
+    REQUIRE(f.m.release_on_wait(7s + pause.delay).what == act::read);
+    auto done = f.m.release_on_read(8s, {}, foreign(2, "v3"), {}); // token 2 within our validity: our marker let it in
+    REQUIRE(done.what == act::done);
+    CHECK_FALSE(done.ec);
+    CHECK(f.seen == std::vector<std::string>{"retry release 1", "settled release landed 1"});
+}
+
+TEST_CASE("observed: writes in doubt of a release that finds the record gone are reported not landed") {
+    observed_fixture f;
+    acquire_free(f.m, 0s);
+    (void)f.m.release_start(5s);
+    auto pause = f.m.release_on_write(7s, error_code(errc::timeout), {});
+    REQUIRE(f.m.release_on_wait(7s + pause.delay).what == act::read);
+    auto done = f.m.release_on_read(8s, {}, std::nullopt, {});
+    REQUIRE(done.what == act::done);
+    CHECK(done.ec == errc::lease_lost);
+    CHECK(f.seen == std::vector<std::string>{"retry release 1", "settled release not_landed 1"});
 }
 
 } // TEST_SUITE

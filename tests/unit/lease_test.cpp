@@ -20,6 +20,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -1730,6 +1731,13 @@ struct recording_observer {
     void on_request(baton::lease_request_event const& e) {
         log->push_back(std::string("request ") + to_string(e.lane) + (e.write ? " write " : " read ") + to_string(e.kind));
     }
+    void on_settled(baton::lease_settled_event const& e) {
+        log->push_back(std::string("settled ") + to_string(e.lane) + " " + to_string(e.outcome) + " token " +
+                       std::to_string(e.fencing_token));
+    }
+    void on_retry(baton::lease_retry_event const& e) {
+        log->push_back(std::string("retry ") + to_string(e.lane) + " " + std::to_string(e.attempt) + " " + e.ec.message());
+    }
 };
 
 using observed_lease = baton::basic_lease<baton::memory_backend, sim::manual_clock, baton::standard_retry,
@@ -1787,6 +1795,60 @@ TEST_CASE("an observer sees a release, and lease_metrics writes the figures in P
     CHECK(text.find("baton_lease_fencing_token{key=\"jobs/nightly\"} 2\n") != std::string::npos);
     CHECK(text.find("baton_lease_requests_total{key=\"jobs/nightly\",lane=\"release\",request=\"write\",outcome=\"ok\"} 1\n") !=
           std::string::npos);
+}
+
+TEST_CASE("an observer sees each write in doubt settled, landed or not, and each retry, in every lane") {
+    sim::scheduler sched(60);
+    baton::memory_backend store(sched.get_executor());
+    sim::fault_profile profile;
+    profile.max_latency = 5ms;
+    profile.request_timeout = 2s;
+    faulty_store net(store, sched.get_executor(), 61, profile);
+    net.set_faults_enabled(false); // only what the test scripts
+    recording_observer seen;
+    using observed_faulty_lease = baton::basic_lease<faulty_store, sim::manual_clock, baton::standard_retry,
+                                                     baton::backend_signer, asio::any_io_executor, recording_observer>;
+    observed_faulty_lease a(sched.get_executor(), net, options("a", 61), {}, {}, {}, seen);
+    net.inject_next(sim::fault_kind::drop_response); // the claim lands; its answer is lost
+    acquired got;
+    a.async_acquire(on_acquired(got));
+    sched.run_for(5s); // the timeout (2 s), a pause, the read back
+    REQUIRE(got.ec.has_value());
+    REQUIRE_FALSE(*got.ec);
+    CHECK(got.grant.fencing_token == 1);
+    net.inject_next(sim::fault_kind::drop_request); // the first renewal never arrives
+    sched.run_until(vtime(renew_interval + 5s));    // its timeout, a read back, the renewal again
+    net.inject_next(sim::fault_kind::drop_response); // the released marker lands; its answer is lost
+    completed released;
+    a.async_release(on_completed(released));
+    sched.run_for(5s);
+    REQUIRE(released.ec.has_value());
+    CHECK_FALSE(*released.ec);
+    auto count = [&](std::string const& line) { return std::count(seen.log->begin(), seen.log->end(), line); };
+    std::string const timed_out = error_code(errc::timeout).message();
+    CHECK(count("retry acquire 1 " + timed_out) == 1);
+    CHECK(count("settled acquire landed token 1") == 1);
+    CHECK(count("retry renew 1 " + timed_out) == 1);
+    CHECK(count("settled renew not_landed token 1") == 1);
+    CHECK(count("retry release 1 " + timed_out) == 1);
+    CHECK(count("settled release landed token 1") == 1);
+    CHECK(count("released token 1 ok") == 1);
+    // The same through lease_metrics.
+    baton::lease_metrics metrics;
+    baton::lease_settled_event settled;
+    settled.key = "k";
+    settled.lane = baton::lease_lane::renew;
+    settled.outcome = baton::settlement_outcome::not_landed;
+    metrics.on_settled(settled);
+    baton::lease_retry_event retried;
+    retried.key = "k";
+    retried.lane = baton::lease_lane::renew;
+    metrics.on_retry(retried);
+    metrics.on_retry(retried);
+    std::string const text = metrics.prometheus_text();
+    CHECK(text.find("baton_lease_settlements_total{key=\"k\",lane=\"renew\",outcome=\"not_landed\"} 1\n") !=
+          std::string::npos);
+    CHECK(text.find("baton_lease_retries_total{key=\"k\",lane=\"renew\"} 2\n") != std::string::npos);
 }
 
 TEST_CASE("lease_metrics escapes label values and counts conflicts by the store's cause") {

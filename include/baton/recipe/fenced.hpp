@@ -28,6 +28,7 @@
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
+#include <baton/recipe/write_observer.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/record_store.hpp>
@@ -42,6 +43,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace baton {
@@ -88,6 +90,9 @@ struct fenced_write_result {
     @tparam Backend a `record_store` (memory, file, S3, DynamoDB, or a wrapper).
     @tparam Clock the Clock policy that backoff waits run on (the sim kit's for simulations).
     @tparam RetryPolicy spaces retries of transient failures; copies share a budget.
+    @tparam Executor names the default completion token's executor.
+    @tparam Observer sees every write call (`<baton/recipe/write_observer.hpp>`: fencing
+            refusals, retries, settlements); the default `no_write_observer` costs nothing.
 
     A `basic_fenced` is a cheap handle: copies share one cache of the
     versions last seen per key (at most `max_cached_keys`; it only saves a
@@ -99,7 +104,7 @@ struct fenced_write_result {
     on one strand or thread; the version cache is locked.
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
-          class Executor = boost::asio::any_io_executor>
+          class Executor = boost::asio::any_io_executor, class Observer = no_write_observer>
 class basic_fenced {
 public:
     /// The executor that completions run on by default.
@@ -108,20 +113,24 @@ public:
     template <class Executor1>
     struct rebind_executor {
         /// The fenced-write handle type when rebound to `Executor1`.
-        using other = basic_fenced<Backend, Clock, RetryPolicy, Executor1>;
+        using other = basic_fenced<Backend, Clock, RetryPolicy, Executor1, Observer>;
     };
     /// The record store.
     using backend_type = Backend;
+    /// The observer type.
+    using observer_type = Observer;
 
     /// Keys whose version is remembered (beyond it the cache starts over).
     static constexpr std::size_t max_cached_keys = 4096;
 
     /// Writes and reads through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
     /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    /// `observer` is told of every write call.
     basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
-             std::optional<std::uint64_t> random_seed = std::nullopt)
+             std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})
         : ex_(ex), st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
-                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys)) {}
+                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys,
+                                      std::move(observer))) {}
 
     /// The executor.
     executor_type get_executor() const noexcept { return ex_; }
@@ -176,20 +185,24 @@ public:
     void forget(std::string const& key) { st_->versions.forget(key); }
 
 private:
-    using state = detail::recipe_state<Backend, Clock, RetryPolicy, detail::fenced_seen>;
+    using state = detail::recipe_state<Backend, Clock, RetryPolicy, detail::fenced_seen, Observer>;
 
     // What a fenced write adds to the settled-write driver: its machine, the store's fenced-write
     // hook when there is one, and its result.
     struct write_spec {
         using machine = detail::fenced_write_machine<RetryPolicy, std::mt19937_64>;
         using result_type = fenced_write_result;
+        static constexpr std::string_view recipe = "fenced";
 
         std::string value;
-        std::uint64_t token;
+        std::uint64_t token_;
+
+        std::string_view operation() const noexcept { return "write"; }
+        std::uint64_t token() const noexcept { return token_; }
 
         error_code check(result_type&) const { return {}; }
         std::unique_ptr<machine> make(state& st, std::string const& key) {
-            return std::make_unique<machine>(std::move(value), token, st.versions.find(key), st.retry, st.rng,
+            return std::make_unique<machine>(std::move(value), token_, st.versions.find(key), st.retry, st.rng,
                                              fenced_put_hook<Backend>);
         }
         template <class Self>

@@ -36,6 +36,7 @@
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
+#include <baton/recipe/write_observer.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/record_store.hpp>
@@ -160,6 +161,9 @@ struct kv_list_page {
     @tparam Backend a `record_store` (memory, file, S3, DynamoDB, or a wrapper).
     @tparam Clock the Clock policy that backoff waits run on (the sim kit's for simulations).
     @tparam RetryPolicy spaces retries of transient failures; copies share a budget.
+    @tparam Executor names the default completion token's executor.
+    @tparam Observer sees every write call (`<baton/recipe/write_observer.hpp>`: failed
+            conditions, fencing refusals, retries, settlements); the default `no_write_observer` costs nothing.
 
     A `basic_kv` is a cheap handle: copies share one cache of the versions
     last seen per key (at most `max_cached_keys`; it only saves a read, and a
@@ -172,7 +176,7 @@ struct kv_list_page {
     on one strand or thread; the version cache is locked.
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
-          class Executor = boost::asio::any_io_executor>
+          class Executor = boost::asio::any_io_executor, class Observer = no_write_observer>
 class basic_kv {
 public:
     /// The executor that completions run on by default.
@@ -181,10 +185,12 @@ public:
     template <class Executor1>
     struct rebind_executor {
         /// The kv handle type when rebound to `Executor1`.
-        using other = basic_kv<Backend, Clock, RetryPolicy, Executor1>;
+        using other = basic_kv<Backend, Clock, RetryPolicy, Executor1, Observer>;
     };
     /// The record store.
     using backend_type = Backend;
+    /// The observer type.
+    using observer_type = Observer;
 
     /// Keys whose version is remembered (beyond it the cache starts over).
     static constexpr std::size_t max_cached_keys = 4096;
@@ -193,10 +199,12 @@ public:
 
     /// Reads and writes through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
     /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    /// `observer` is told of every write call (put, erase, update).
     basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
-             std::optional<std::uint64_t> random_seed = std::nullopt)
+             std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})
         : ex_(ex), st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
-                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys)) {}
+                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys,
+                                      std::move(observer))) {}
 
     /// The executor.
     executor_type get_executor() const noexcept { return ex_; }
@@ -313,7 +321,7 @@ private:
         std::optional<std::string> operator()(std::optional<kv_entry> const&) const { return std::nullopt; }
     };
 
-    using state = detail::recipe_state<Backend, Clock, RetryPolicy, detail::kv_seen>;
+    using state = detail::recipe_state<Backend, Clock, RetryPolicy, detail::kv_seen, Observer>;
     using machine = detail::kv_write_machine<RetryPolicy, std::mt19937_64>;
 
     template <class Fn, class Token>
@@ -335,11 +343,17 @@ private:
     struct write_spec {
         using machine = basic_kv::machine;
         using result_type = kv_write_result;
+        static constexpr std::string_view recipe = "kv";
 
         detail::kv_op op;
         std::string value;
         detail::kv_expect expect;
         Fn fn;
+
+        std::string_view operation() const noexcept {
+            return op == detail::kv_op::put ? "put" : op == detail::kv_op::erase ? "erase" : "update";
+        }
+        std::uint64_t token() const noexcept { return expect.fence.value_or(0); }
 
         error_code check(result_type& r) const {
             if (op == detail::kv_op::erase && expect.which == detail::kv_expect::kind::absent) {

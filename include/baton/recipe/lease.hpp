@@ -341,13 +341,37 @@ private:
             return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
         }
 
-        detail::retry_hooks hooks() {
-            detail::retry_hooks h;
-            h.ctx = &retry;
+        // The machine calls back into this impl (it never moves: it lives in its shared_ptr).
+        detail::lease_hooks hooks() {
+            detail::lease_hooks h;
+            h.ctx = this;
             h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
-                return static_cast<RetryPolicy*>(c)->on_failure(ec, n, u);
+                return static_cast<impl*>(c)->retry.on_failure(ec, n, u);
             };
-            h.on_success = [](void* c, unsigned n) { static_cast<RetryPolicy*>(c)->on_success(n); };
+            h.on_success = [](void* c, unsigned n) { static_cast<impl*>(c)->retry.on_success(n); };
+            if constexpr (detail::observes_settlements<Observer>) {
+                h.on_settled = [](void* c, lease_lane lane, settlement_outcome o, std::uint64_t token) {
+                    auto& self = *static_cast<impl*>(c);
+                    lease_settled_event e;
+                    e.key = self.m.options().key;
+                    e.lane = lane;
+                    e.outcome = o;
+                    e.fencing_token = token;
+                    self.observer.on_settled(e);
+                };
+            }
+            if constexpr (detail::observes_retries<Observer>) {
+                h.on_retry = [](void* c, lease_lane lane, error_code const& ec, unsigned attempt, std::chrono::nanoseconds delay) {
+                    auto& self = *static_cast<impl*>(c);
+                    lease_retry_event e;
+                    e.key = self.m.options().key;
+                    e.lane = lane;
+                    e.attempt = attempt;
+                    e.delay = delay;
+                    e.ec = ec;
+                    self.observer.on_retry(e);
+                };
+            }
             return h;
         }
 

@@ -3,9 +3,10 @@
 #define BATON_RECIPE_LEASE_METRICS_HPP
 
 /** @file
-    Layer: recipes. `lease_metrics`: a ready lease observer that keeps
-    counters and histograms per key and writes them in the Prometheus text
-    format (for node_exporter's textfile collector, or any scraper).
+    Layer: recipes. `lease_metrics`: a ready observer of leases (and of
+    fenced and kv writes) that keeps counters and histograms and writes them
+    in the Prometheus text format (for node_exporter's textfile collector,
+    or any scraper).
 
         baton::lease_metrics metrics;
         baton::basic_lease<baton::s3_backend, baton::steady_clock, baton::standard_retry,
@@ -19,6 +20,7 @@
 */
 
 #include <baton/recipe/lease_observer.hpp>
+#include <baton/recipe/write_observer.hpp>
 
 #include <array>
 #include <chrono>
@@ -30,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 namespace baton {
 
@@ -80,6 +83,31 @@ public:
         if (e.kind == answer_kind::conflict) ++k.conflicts[conflict_cause(e)];
     }
 
+    /// Observer hook: counts how a write in doubt was settled, by lane and outcome.
+    void on_settled(lease_settled_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        ++st_->keys[std::string(e.key)].settlements[{to_string(e.lane), to_string(e.outcome)}];
+    }
+    /// Observer hook: counts a retry chosen by the retry policy, by lane.
+    void on_retry(lease_retry_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        ++st_->keys[std::string(e.key)].retries[to_string(e.lane)];
+    }
+
+    /** Observer hook of `basic_fenced` and `basic_kv` (`<baton/recipe/write_observer.hpp>`): counts
+        the call by recipe, operation and outcome (fencing refusals are `outcome="fenced"`), with its
+        requests, retries, latency and how a write in doubt was settled. Labelled by recipe and
+        operation, not by key: a kv store may have more keys than a scraper wants series. */
+    void on_write(write_event const& e) {
+        std::lock_guard lock(st_->mutex);
+        auto& w = st_->writes[{std::string(e.recipe), std::string(e.operation)}];
+        ++w.calls[to_string(e.outcome)];
+        w.requests += e.requests;
+        w.retries += e.retries;
+        if (e.settlement) ++w.settlements[to_string(*e.settlement)];
+        w.latency.add(seconds(e.latency));
+    }
+
     /** The figures in the Prometheus text exposition format (version 0.0.4):
         `baton_lease_acquisitions_total{key,how}`, `baton_lease_renewals_total`,
         `baton_lease_renewal_latency_seconds` (histogram),
@@ -87,8 +115,13 @@ public:
         `baton_lease_losses_total{reason}`, `baton_lease_releases_total{result}`,
         `baton_lease_requests_total{lane,request,outcome}`,
         `baton_lease_request_latency_seconds` (histogram),
-        `baton_lease_conflicts_total{cause}`, `baton_lease_held`,
-        `baton_lease_fencing_token`; every series labelled with the lease's `key`.
+        `baton_lease_conflicts_total{cause}`,
+        `baton_lease_settlements_total{lane,outcome}` (writes in doubt, by how they turned out:
+        landed, not_landed, unresolved), `baton_lease_retries_total{lane}`, `baton_lease_held`,
+        `baton_lease_fencing_token`; every series labelled with the lease's `key`. Then the
+        writes of fenced and kv recipes, labelled `recipe` and `operation`:
+        `baton_writes_total{outcome}`, `baton_write_requests_total`, `baton_write_retries_total`,
+        `baton_write_settlements_total{outcome}`, `baton_write_latency_seconds` (histogram).
     */
     std::string prometheus_text() const {
         std::lock_guard lock(st_->mutex);
@@ -150,10 +183,40 @@ public:
         for (auto const& [key, k] : st_->keys)
             for (auto const& [cause, n] : k.conflicts)
                 line("baton_lease_conflicts_total", label("key", key) + "," + label("cause", cause), double(n));
+        head("baton_lease_settlements_total", "counter",
+             "Writes whose answer was ambiguous, by lane and by how reading back settled them "
+             "(landed, not_landed, unresolved).");
+        for (auto const& [key, k] : st_->keys)
+            for (auto const& [what, n] : k.settlements)
+                line("baton_lease_settlements_total",
+                     label("key", key) + "," + label("lane", what.first) + "," + label("outcome", what.second), double(n));
+        head("baton_lease_retries_total", "counter", "Failed requests the retry policy chose to try again, by lane.");
+        for (auto const& [key, k] : st_->keys)
+            for (auto const& [lane, n] : k.retries)
+                line("baton_lease_retries_total", label("key", key) + "," + label("lane", lane), double(n));
         head("baton_lease_held", "gauge", "1 while this process holds the lease.");
         for (auto const& [key, k] : st_->keys) line("baton_lease_held", label("key", key), k.held ? 1 : 0);
         head("baton_lease_fencing_token", "gauge", "The fencing token of the latest term this process held.");
         for (auto const& [key, k] : st_->keys) line("baton_lease_fencing_token", label("key", key), double(k.token));
+        auto const op_labels = [&](std::pair<std::string, std::string> const& which) {
+            return label("recipe", which.first) + "," + label("operation", which.second);
+        };
+        head("baton_writes_total", "counter",
+             "Fenced and kv write calls, by outcome (ok, fenced, condition, unknown, aborted, failed).");
+        for (auto const& [which, w] : st_->writes)
+            for (auto const& [outcome, n] : w.calls)
+                line("baton_writes_total", op_labels(which) + "," + label("outcome", outcome), double(n));
+        head("baton_write_requests_total", "counter", "Requests the write calls sent, reads included.");
+        for (auto const& [which, w] : st_->writes) line("baton_write_requests_total", op_labels(which), double(w.requests));
+        head("baton_write_retries_total", "counter", "Failures of write calls that the retry policy chose to try again.");
+        for (auto const& [which, w] : st_->writes) line("baton_write_retries_total", op_labels(which), double(w.retries));
+        head("baton_write_settlements_total", "counter",
+             "Write calls with an ambiguous answer, by how reading back settled them (landed, not_landed, unresolved).");
+        for (auto const& [which, w] : st_->writes)
+            for (auto const& [outcome, n] : w.settlements)
+                line("baton_write_settlements_total", op_labels(which) + "," + label("outcome", outcome), double(n));
+        head("baton_write_latency_seconds", "histogram", "From a write call to its completion.");
+        for (auto const& [which, w] : st_->writes) w.latency.write(out, "baton_write_latency_seconds", op_labels(which));
         return out;
     }
 
@@ -182,15 +245,22 @@ private:
         std::uint64_t renewals = 0;
         histogram renewal_latency;
         double margin_seconds = 0;
-        std::map<std::string, std::uint64_t> losses, releases, conflicts;
+        std::map<std::string, std::uint64_t> losses, releases, conflicts, retries;
+        std::map<std::pair<std::string, std::string>, std::uint64_t> settlements;
         std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests;
         histogram request_latency;
         bool held = false;
         std::uint64_t token = 0;
     };
+    struct per_operation {
+        std::map<std::string, std::uint64_t> calls, settlements;
+        std::uint64_t requests = 0, retries = 0;
+        histogram latency;
+    };
     struct state {
         mutable std::mutex mutex;
         std::map<std::string, per_key> keys;
+        std::map<std::pair<std::string, std::string>, per_operation> writes; // by (recipe, operation)
     };
 
     static double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }

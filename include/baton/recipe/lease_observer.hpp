@@ -15,6 +15,8 @@
         void on_lost(lease_lost_event const&);
         void on_released(lease_released_event const&);
         void on_request(lease_request_event const&);
+        void on_settled(lease_settled_event const&);
+        void on_retry(lease_retry_event const&);
 
     They run on the lease's executor, inside its completion path: keep them
     short and never call the lease from them. Events carry the key, tokens,
@@ -59,6 +61,25 @@ constexpr char const* to_string(answer_kind k) noexcept {
     case answer_kind::failed: return "failed";
     }
     return "failed";
+}
+
+/// How a write whose answer was ambiguous turned out (see `outcome_unknown`).
+enum class settlement_outcome {
+    landed,     ///< reading the record back found the write's nonce: it took effect, and the lease acted on it
+    not_landed, ///< the record moved past the version the write was conditional on: it never can land
+    unresolved, ///< forgotten undecided: its term ended, or reading back kept failing. Harmless by construction:
+                ///< it was conditional on a version of our own record, so if it lands the record still reads as ours
+                ///< (a later claim takes it with token + 1, and takeovers wait ttl x skew as for any holder)
+};
+
+/// The name of `o` in metrics and logs: `landed`, `not_landed`, `unresolved`.
+constexpr char const* to_string(settlement_outcome o) noexcept {
+    switch (o) {
+    case settlement_outcome::landed: return "landed";
+    case settlement_outcome::not_landed: return "not_landed";
+    case settlement_outcome::unresolved: return "unresolved";
+    }
+    return "unresolved";
 }
 
 /// The name of `l` in metrics and logs: `acquire`, `renew`, `release`.
@@ -146,6 +167,32 @@ struct lease_released_event {
     error_code ec;
 };
 
+/// A write of the lease whose answer was ambiguous has been settled (one event per such write).
+struct lease_settled_event {
+    /// The lease's key.
+    std::string_view key;
+    /// Which lane wrote it: a claim (acquire), a renewal, a released marker.
+    lease_lane lane = lease_lane::acquire;
+    /// How it turned out.
+    settlement_outcome outcome = settlement_outcome::unresolved;
+    /// The fencing token the write carried.
+    std::uint64_t fencing_token = 0;
+};
+
+/// The retry policy chose to try again after a failure (a poll while someone else holds the lease is not a retry).
+struct lease_retry_event {
+    /// The lease's key.
+    std::string_view key;
+    /// What is retried.
+    lease_lane lane = lease_lane::acquire;
+    /// Failures in a row so far, this one included.
+    unsigned attempt = 0;
+    /// The pause before the next attempt.
+    std::chrono::nanoseconds delay{0};
+    /// The failure.
+    error_code ec;
+};
+
 /// The default observer: sees nothing, costs nothing.
 struct no_lease_observer {};
 
@@ -158,7 +205,15 @@ void observe(Observer& o, Event const& e) {
     else if constexpr (requires { o.on_lost(e); }) o.on_lost(e);
     else if constexpr (requires { o.on_released(e); }) o.on_released(e);
     else if constexpr (requires { o.on_request(e); }) o.on_request(e);
+    else if constexpr (requires { o.on_settled(e); }) o.on_settled(e);
+    else if constexpr (requires { o.on_retry(e); }) o.on_retry(e);
 }
+
+// Whether settlement or retry events are wanted (the machine's hooks stay null otherwise).
+template <class Observer>
+concept observes_settlements = requires(Observer& o, lease_settled_event const& e) { o.on_settled(e); };
+template <class Observer>
+concept observes_retries = requires(Observer& o, lease_retry_event const& e) { o.on_retry(e); };
 
 // Whether request events are wanted (timing each request is skipped otherwise).
 template <class Observer>

@@ -84,6 +84,12 @@ public:
         return std::any_of(doubts_.begin(), doubts_.end(), pred);
     }
 
+    /// Calls `f` with each attempt in doubt, oldest first.
+    template <class F>
+    void for_each(F f) const {
+        for (auto const& a : doubts_) f(a);
+    }
+
     /// Keeps only the attempts that satisfy `pred` (the others can no longer land).
     template <class Pred>
     void keep_if(Pred pred) {

@@ -115,7 +115,7 @@ public:
         }
         if (ec == boost::asio::error::operation_aborted) return cancelled_after_sending(inflight_);
         if (outcome_unknown(ec)) {
-            doubts_.in_doubt(inflight_);
+            this->doubt(inflight_);
             return backoff(ec, /*always_read=*/true);
         }
         return backoff(ec, false);

@@ -238,7 +238,7 @@ public:
         }
         if (ec == boost::asio::error::operation_aborted) return cancelled_after_sending(inflight_);
         if (outcome_unknown(ec)) {
-            doubts_.in_doubt(inflight_);
+            this->doubt(inflight_);
             if (ec == errc::throttled) return backoff(ec, /*always_read=*/true);
             // Settle first, blame later: if the read shows that another write got in, this was a
             // lost race (RGW answers racing losers 500), not the service failing, and the retry

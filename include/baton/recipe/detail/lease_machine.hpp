@@ -22,6 +22,7 @@
 #include <baton/core/detail/config.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
 #include <baton/core/error.hpp>
+#include <baton/recipe/lease_observer.hpp>
 #include <baton/recipe/lease_options.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/settlement.hpp>
@@ -33,6 +34,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -81,16 +83,19 @@ struct lease_action {
     static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
 };
 
-// Hooks into the driver's RetryPolicy, kept non-template so the machine compiles once.
-struct retry_hooks {
+// Hooks into the driver: its RetryPolicy, and its observer's settlement and retry events
+// (null when not observed). Kept non-template so the machine compiles once.
+struct lease_hooks {
     void* ctx = nullptr;
     retry_decision (*on_failure)(void*, error_code const&, unsigned, double) = nullptr;
     void (*on_success)(void*, unsigned) = nullptr;
+    void (*on_settled)(void*, lease_lane, settlement_outcome, std::uint64_t token) = nullptr;
+    void (*on_retry)(void*, lease_lane, error_code const&, unsigned attempt, std::chrono::nanoseconds delay) = nullptr;
 };
 
 class lease_machine {
 public:
-    lease_machine(lease_options opts, std::uint64_t seed, retry_hooks hooks)
+    lease_machine(lease_options opts, std::uint64_t seed, lease_hooks hooks)
         : opts_(std::move(opts)), rng_(seed), hooks_(hooks) {
         ttl_ = opts_.ttl;
         renew_interval_ = opts_.effective_renew_interval();
@@ -125,7 +130,7 @@ public:
                                std::chrono::nanoseconds patience = std::chrono::nanoseconds::max()) {
         // Writes of the previous term still in doubt belong to it: if one lands, the record
         // reads as ours from an earlier term, and the claim takes token + 1.
-        own_doubts_.clear();
+        settle_doubts(settlement_outcome::unresolved);
         ++acquisition_;
         state_ = lease_state::acquiring;
         try_once_ = !wait;
@@ -158,7 +163,12 @@ public:
             released_ = false;
             return create(now);
         }
-        if (outcome_unknown(ec)) pending_ = inflight_;
+        if (outcome_unknown(ec)) {
+            // A claim still in doubt from before is forgotten: conditional on a version of a record
+            // that names us, it can only land as ours, and is then claimed again with token + 1.
+            if (pending_) report(*pending_, settlement_outcome::unresolved);
+            pending_ = inflight_;
+        }
         return retry_or_fail(ec, read_next);
     }
 
@@ -252,7 +262,7 @@ public:
             diagnostics ignored;
             if (state_ == lease_state::lost && has_version_ && !ec && found &&
                 !decode_lease_body(found->body, lb, ignored) && own_doubt(lb.nonce)) {
-                own_doubts_.clear();
+                settle_doubts(settlement_outcome::not_landed, lb.nonce);
                 held_.version = found->version; // our renewal landed after the loss: still ours to mark released
             }
             return lease_action::none();
@@ -317,9 +327,9 @@ public:
         lease_body b;
         if (decode_lease_body(found->body, b, diag_)) return release_failed(errc::lease_lost);
         if (auto landed = own_doubt(b.nonce)) {
-            if (b.released) return released(now, found->version);
+            if (b.released) return released(now, found->version, b.nonce);
             // A renewal of ours landed: the record is still ours, under a newer version.
-            own_doubts_.clear();
+            settle_doubts(settlement_outcome::not_landed, b.nonce);
             held_.version = found->version;
             return release_write(now);
         }
@@ -451,6 +461,8 @@ private:
     lease_action claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent) {
         note_success();
         created_ = created_ || inflight_.creates;
+        // A claim in doubt other than this one was conditional on a version now replaced.
+        if (pending_ && pending_->nonce != inflight_.nonce) report(*pending_, settlement_outcome::not_landed);
         pending_.reset();
         max_token_seen_ = std::max(max_token_seen_, token);
         known_ = true;
@@ -495,6 +507,7 @@ private:
         known_version_ = r.version;
         known_token_ = b.token;
         if (pending_ && b.nonce == pending_->nonce) {
+            report(*pending_, settlement_outcome::landed);
             inflight_ = *pending_;
             return claimed(now, pending_->token, r.version, pending_->sent);
         }
@@ -539,8 +552,9 @@ private:
         ++attempt_;
         next_after_wait_ = next;
         auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
-        if (d.retry) return lease_action::wait(d.delay);
-        return std::nullopt;
+        if (!d.retry) return std::nullopt;
+        if (hooks_.on_retry) hooks_.on_retry(hooks_.ctx, current_lane(), ec, attempt_, d.delay);
+        return lease_action::wait(d.delay);
     }
 
     // Acquire-side failure handling: retry per policy; waiting acquisitions
@@ -590,7 +604,7 @@ private:
         held_.nonce = a.nonce;
         refused_ = false;
         // Every other attempt of this round was conditional on the version just replaced: none can land now.
-        own_doubts_.clear();
+        settle_doubts(settlement_outcome::not_landed, a.nonce);
         note_success();
         return renew_schedule(now);
     }
@@ -605,9 +619,10 @@ private:
         return release_failed(ec);
     }
 
-    lease_action released(own_time now, std::string const& version) {
+    // `landed`: the nonce of our marker in doubt that the read found, when settled by reading.
+    lease_action released(own_time now, std::string const& version, std::string_view landed = {}) {
         note_success();
-        own_doubts_.clear();
+        settle_doubts(settlement_outcome::not_landed, landed);
         state_ = lease_state::released;
         known_ = true;
         absent_ = false;
@@ -624,6 +639,14 @@ private:
     // record is not ours any more.
     lease_action released_by_contender() {
         note_success();
+        // One of our markers in doubt landed; which one is known only when there was one.
+        std::size_t markers = 0;
+        own_doubts_.for_each([&](attempt_record const& a) { markers += a.release; });
+        own_doubts_.for_each([&](attempt_record const& a) {
+            report(a, !a.release ? settlement_outcome::not_landed
+                      : markers == 1 ? settlement_outcome::landed
+                                     : settlement_outcome::unresolved);
+        });
         own_doubts_.clear();
         state_ = lease_state::released;
         known_ = false;
@@ -632,11 +655,34 @@ private:
     }
 
     lease_action release_failed(error_code ec) {
-        own_doubts_.clear();
+        // Lost: the record moved on or vanished, so nothing of ours can land on it any more.
+        settle_doubts(ec == errc::lease_lost ? settlement_outcome::not_landed : settlement_outcome::unresolved);
         state_ = lease_state::lost;
         has_version_ = false;
         known_ = false;
         return lease_action::done(ec);
+    }
+
+    // ---- observation (the driver's hooks; null when nobody observes) ----------
+    static lease_lane lane_of(attempt_record const& a) noexcept {
+        return a.release ? lease_lane::release : a.acquisition != 0 ? lease_lane::acquire : lease_lane::renew;
+    }
+    lease_lane current_lane() const noexcept {
+        return state_ == lease_state::acquiring   ? lease_lane::acquire
+               : state_ == lease_state::releasing ? lease_lane::release
+                                                  : lease_lane::renew;
+    }
+    void report(attempt_record const& a, settlement_outcome o) {
+        if (hooks_.on_settled) hooks_.on_settled(hooks_.ctx, lane_of(a), o, a.token);
+    }
+    // Forgets this term's writes in doubt, each reported as `o` except the one that wrote
+    // `landed` (found by a read), reported as landed.
+    void settle_doubts(settlement_outcome o, std::string_view landed = {}) {
+        if (hooks_.on_settled)
+            own_doubts_.for_each([&](attempt_record const& a) {
+                report(a, !landed.empty() && a.nonce == landed ? settlement_outcome::landed : o);
+            });
+        own_doubts_.clear();
     }
 
     void note_success() {
@@ -646,7 +692,7 @@ private:
 
     lease_options opts_;
     splitmix64 rng_;
-    retry_hooks hooks_;
+    lease_hooks hooks_;
     std::chrono::milliseconds ttl_{}, renew_interval_{}, renew_deadline_{};
     std::string instance_;
 

@@ -11,6 +11,7 @@
 
 #include <baton/core/error.hpp>
 #include <baton/recipe/detail/envelope.hpp>
+#include <baton/recipe/write_observer.hpp>
 #include <baton/store/detail/settling_write.hpp>
 #include <baton/store/record_store.hpp>
 
@@ -24,26 +25,30 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace baton::detail {
 
 // What the copies of one recipe object (basic_fenced, basic_kv, ...) share: the executor, the
 // store, the retry budget, the clock, the random source, and the versions last seen per key.
-template <class Backend, class Clock, class RetryPolicy, class Seen>
+template <class Backend, class Clock, class RetryPolicy, class Seen, class Observer = no_write_observer>
 struct recipe_state {
     using executor_type = boost::asio::any_io_executor;
     using timer_clock = typename Clock::timer_clock;
     using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
+    using observer_type = Observer;
 
-    recipe_state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed, std::size_t max_cached_keys)
+    recipe_state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed, std::size_t max_cached_keys,
+                 Observer obs = {})
         : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed),
-          versions(max_cached_keys) {}
+          versions(max_cached_keys), observer(std::move(obs)) {}
 
     executor_type ex;
     Backend backend;
@@ -51,6 +56,7 @@ struct recipe_state {
     Clock clock;
     std::mt19937_64 rng;
     version_cache<Seen> versions;
+    [[no_unique_address]] Observer observer;
 };
 
 /* One settled write, as an operation for `async_compose<Token, void(error_code, result_type)>`.
@@ -61,7 +67,9 @@ struct recipe_state {
      write_step compute(machine&)             answers a `compute` step (kv's update; optional);
      template <class Self> void send(State&, std::string key, write_step&, machine&, Self&&)
                                               sends a `write` step (a store hook, or async_put);
-     result_type result(machine const&, error_code). */
+     result_type result(machine const&, error_code);
+     static constexpr std::string_view recipe; std::string_view operation() const;
+     std::uint64_t token() const               name the call in the observer's write_event. */
 template <class State, class Spec>
 struct settled_write_op {
     using machine = typename Spec::machine;
@@ -73,6 +81,9 @@ struct settled_write_op {
     std::unique_ptr<machine> m{};
     std::unique_ptr<typename State::timer> timer{};
     bool went_async = false; // a request or a wait was started: completing now is not inline
+    std::chrono::nanoseconds started{0}; // when the call began, for the observer's latency
+
+    static constexpr bool observed = observes_writes<typename State::observer_type>;
 
     settled_write_op(std::shared_ptr<State> s, std::string k, Spec sp)
         : st(std::move(s)), key(std::move(k)), spec(std::move(sp)) {}
@@ -80,8 +91,12 @@ struct settled_write_op {
     template <class Self>
     void operator()(Self& self) {
         self.reset_cancellation_state(boost::asio::enable_terminal_cancellation());
+        if constexpr (observed) started = st->clock.now().time_since_epoch();
         result_type refused;
-        if (auto ec = spec.check(refused)) return complete(self, ec, std::move(refused));
+        if (auto ec = spec.check(refused)) {
+            observe(ec, refused);
+            return complete(self, ec, std::move(refused));
+        }
         m = spec.make(*st, key);
         step(self, m->start());
     }
@@ -153,9 +168,37 @@ private:
         if (a.ec) res.diag = m->diag();
         res.requests = m->requests();
         res.settled_by_read = m->settled_by_read();
+        observe(a.ec, res);
         m.reset();
         timer.reset();
         complete(self, a.ec, std::move(res));
+    }
+
+    // The observer's event for the call that ends with `ec` (the machine is still there, unless
+    // the call was refused before it was made).
+    void observe(error_code ec, result_type const& res) {
+        if constexpr (observed) {
+            write_event e;
+            e.recipe = Spec::recipe;
+            e.operation = spec.operation();
+            e.key = key;
+            e.outcome = classify_write(ec);
+            e.ec = ec;
+            e.token = spec.token();
+            e.winning_token = res.winning_token;
+            e.requests = res.requests;
+            if (m) {
+                e.retries = m->retries();
+                e.ambiguous = m->ambiguous();
+                if (e.ambiguous > 0)
+                    e.settlement = res.settled_by_read               ? settlement_outcome::landed
+                                   : ec == errc::unknown_outcome ? settlement_outcome::unresolved
+                                                                 : settlement_outcome::not_landed;
+            }
+            e.latency = st->clock.now().time_since_epoch() - started;
+            e.diag = &res.diag;
+            st->observer.on_write(e);
+        }
     }
 
     template <class Self>

@@ -66,6 +66,9 @@ public:
     bool stopping() const noexcept { return stopping_; }
     unsigned requests() const noexcept { return requests_; }
     bool settled_by_read() const noexcept { return settled_; }
+    // Answers that left a write's outcome unknown, and failures the retry policy chose to try again.
+    unsigned ambiguous() const noexcept { return ambiguous_; }
+    unsigned retries() const noexcept { return retries_; }
     diagnostics const& diag() const noexcept { return diag_; }
 
 protected:
@@ -93,9 +96,15 @@ protected:
         return s;
     }
 
+    // A write whose answer left its outcome unknown: kept until a read settles it.
+    void doubt(Attempt a) {
+        ++ambiguous_;
+        doubts_.in_doubt(std::move(a));
+    }
+
     // The write in flight was cancelled after it may have been sent: settle once, uncancellable, then report.
     write_step cancelled_after_sending(Attempt inflight) {
-        doubts_.in_doubt(std::move(inflight));
+        doubt(std::move(inflight));
         stopping_ = true;
         return read();
     }
@@ -114,6 +123,7 @@ protected:
         auto const d = retry_.on_failure(ec, attempts_, uniform());
         next_is_read_ = always_read || !doubts_.empty() || last_was_read_;
         if (d.retry) {
+            ++retries_;
             write_step s;
             s.what = write_step::type::wait;
             s.delay = std::clamp(d.delay, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
@@ -159,6 +169,8 @@ protected:
     unsigned attempts_ = 0;
     unsigned rounds_ = 0;
     unsigned requests_ = 0;
+    unsigned ambiguous_ = 0;
+    unsigned retries_ = 0;
     bool next_is_read_ = false;
     bool last_was_read_ = false;
     bool stopping_ = false;
