@@ -398,6 +398,30 @@ std::string without_field(std::string const& field) {
 }
 } // namespace
 
+TEST_CASE("a lease body's turn (turn_ms) is optional advice: absent reads as 0, bounded, written only when set") {
+    auto b = sample_body();
+    CHECK_FALSE(contains(encode_lease_body(b), "turn_ms")); // the bytes of a record without a turn are unchanged
+    b.turn = 25ms;
+    auto const text = encode_lease_body(b);
+    CHECK(contains(text, R"("ttl_ms":20000,"turn_ms":25,"value")"));
+    lease_body out;
+    baton::diagnostics d;
+    REQUIRE_FALSE(decode_lease_body(text, out, d));
+    CHECK(out.turn == 25ms);
+    REQUIRE_FALSE(decode_lease_body(encode_lease_body(sample_body()), out, d));
+    CHECK(out.turn == 0ms);
+    auto const turn_of = [&](std::string const& json_value) {
+        std::string t = text;
+        t.replace(t.find("\"turn_ms\":25"), 12, "\"turn_ms\":" + json_value);
+        return t;
+    };
+    REQUIRE_FALSE(decode_lease_body(turn_of("86400000"), out, d));
+    CHECK(out.turn == std::chrono::hours(24));
+    check_foreign(turn_of("86400001"), "\"turn_ms\" exceeds 24 hours");
+    check_foreign(turn_of("-1"), "\"turn_ms\" is not a non-negative integer");
+    check_foreign(turn_of("\"25\""), "\"turn_ms\" is not a non-negative integer");
+}
+
 TEST_CASE("lease bodies round-trip, escaping quotes, control characters and UTF-8") {
     SUBCASE("plain") {
         auto b = sample_body();

@@ -382,6 +382,94 @@ TEST_CASE("fairness: a take-back in doubt settled by reading it back keeps the t
     CHECK(f.m.acquire_start(2500ms, true).what == act::wait);
 }
 
+TEST_CASE("turn hint: a claim states its turn, later writes what is left of it, a doubled turn after a yield") {
+    fixture f; // poll interval 1 s: a first turn of 1 s
+    auto claim = acquire_free(f.m, 0s);
+    CHECK(body_of(claim).turn == 1000ms);
+    auto marker = f.m.release_start(100ms);
+    CHECK(body_of(marker).turn == 0ms); // a released record is free for whoever reads it
+    REQUIRE(f.m.release_on_write(101ms, {}, written("v2")).what == act::done);
+    auto back = f.m.acquire_start(200ms, true);
+    CHECK(body_of(back).turn == 800ms);
+    take_back(f.m, back, 200ms, "v2", "v3");
+    (void)f.m.renew_schedule(200ms);
+    CHECK(body_of(f.m.renew_on_wait(700ms)).turn == 300ms);
+    REQUIRE(f.m.renew_on_write(701ms, {}, written("v4")).what == act::wait);
+    (void)f.m.renew_schedule(701ms);
+    CHECK(body_of(f.m.renew_on_wait(1200ms)).turn == 0ms); // the turn is over
+    REQUIRE(f.m.renew_on_write(1201ms, {}, written("v5")).what == act::wait);
+    release_at(f.m, 1500ms, "v5b");
+    REQUIRE(f.m.acquire_start(1600ms, true).what == act::wait); // the yield
+    auto after_yield = f.m.acquire_on_wait(2751ms);
+    CHECK(body_of(after_yield).turn == 2000ms); // nobody came: a turn twice as long
+}
+
+TEST_CASE("turn hint: yield_after = max() states no turn") {
+    baton::standard_retry retry;
+    auto o = fixture::opts("a", 2.0);
+    o.yield_after = std::chrono::milliseconds::max();
+    lease_machine m(o, 7, fixture::hooks(retry));
+    CHECK(body_of(acquire_free(m, 0s)).turn == 0ms);
+}
+
+namespace {
+// Someone else's record stating a turn.
+baton::record with_turn(std::uint64_t token, std::string version, bool released, std::chrono::milliseconds turn) {
+    baton::detail::lease_body b{"b#1", "", "nonce-b", token, released, 30s, turn};
+    return baton::record{"k", baton::detail::encode_lease_body(b), std::move(version)};
+}
+// The first acquisition of a fresh machine at `t` finds `current` (its create refused with it).
+lease_action first_sight(lease_machine& m, std::chrono::nanoseconds t, baton::record current, bool wait = true) {
+    REQUIRE(m.acquire_start(t, wait).what == act::write);
+    baton::put_result refused;
+    refused.current = std::move(current);
+    return m.acquire_on_write(t + 1ms, error_code(errc::precondition_failed), refused);
+}
+} // namespace
+
+TEST_CASE("turn hint: a released record is claimed at once, whatever turn it states") {
+    fixture f("c");
+    auto claim = first_sight(f.m, 0s, with_turn(4, "v9", true, 600ms));
+    REQUIRE(claim.what == act::write); // its writer may never come back
+    CHECK(body_of(claim).token == 5);
+}
+
+TEST_CASE("turn hint: a held record's turn moves the next read to its end, never later than one poll interval") {
+    {
+        fixture f("c"); // poll interval 1 s
+        auto a = first_sight(f.m, 0s, with_turn(4, "v9", false, 300ms));
+        REQUIRE(a.what == act::wait);
+        CHECK(a.delay >= std::chrono::nanoseconds(300ms));
+        CHECK(a.delay <= std::chrono::nanoseconds(800ms)); // staggered over half a poll interval
+    }
+    {
+        // A long turn: read again after one poll interval all the same (its holder may release and leave).
+        fixture f("c");
+        auto a = first_sight(f.m, 0s, with_turn(4, "v9", false, std::chrono::hours(24)));
+        REQUIRE(a.what == act::wait);
+        CHECK(a.delay == std::chrono::nanoseconds(1s));
+    }
+    {
+        // Counted from the first read of that version: read again later, what is left.
+        fixture f("c");
+        REQUIRE(first_sight(f.m, 0s, with_turn(4, "v9", false, 800ms)).what == act::wait);
+        REQUIRE(f.m.acquire_on_wait(500ms).what == act::read);
+        auto a = f.m.acquire_on_read(500ms, {}, with_turn(4, "v9", false, 800ms), {});
+        REQUIRE(a.what == act::wait);
+        CHECK(a.delay >= std::chrono::nanoseconds(300ms));
+        CHECK(a.delay <= std::chrono::nanoseconds(800ms));
+    }
+    {
+        // Never past the takeover window.
+        fixture f("c", 1.0); // takeover window 30 s
+        REQUIRE(first_sight(f.m, 0s, with_turn(4, "v9", false, 3000ms)).what == act::wait);
+        REQUIRE(f.m.acquire_on_wait(29500ms).what == act::read);
+        auto a = f.m.acquire_on_read(29500ms, {}, with_turn(4, "v9", false, 3000ms), {});
+        REQUIRE(a.what == act::wait);
+        CHECK(a.delay == std::chrono::nanoseconds(500ms + 1ms)); // observed from 1 ms (the refusal's answer)
+    }
+}
+
 TEST_CASE("fairness: yield_after = max() never yields; negative or over 24 h is refused") {
     baton::standard_retry retry;
     auto o = fixture::opts("a", 2.0);

@@ -408,8 +408,15 @@ private:
         return s;
     }
 
-    std::string body(std::uint64_t token, std::string const& nonce, bool released) const {
-        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl_);
+    std::string body(std::uint64_t token, std::string const& nonce, bool released,
+                     std::chrono::nanoseconds turn_left = std::chrono::nanoseconds(0)) const {
+        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl_, advertised(turn_left));
+    }
+    // A turn as the record states it: whole milliseconds, rounded up; none when unbounded (never yields).
+    static std::chrono::milliseconds advertised(std::chrono::nanoseconds left) noexcept {
+        if (left <= std::chrono::nanoseconds(0) || left >= std::chrono::nanoseconds(std::chrono::hours(24)))
+            return std::chrono::milliseconds(0);
+        return std::chrono::ceil<std::chrono::milliseconds>(left);
     }
 
     // The record as last known is the released marker this object wrote itself.
@@ -431,6 +438,21 @@ private:
         return std::chrono::nanoseconds(opts_.poll_interval) * 5 / 4;
     }
 
+    // What is left, at `now`, of the turn a claim sent now would be part of (see claimed()):
+    // a new turn, the current one (a take-back within it), or a doubled one (after a yield).
+    std::chrono::nanoseconds turn_left_after_claim(own_time now, bool takes_back) const noexcept {
+        auto const first = first_turn();
+        if (first == std::chrono::nanoseconds::max()) return std::chrono::nanoseconds(0);
+        if (!takes_back) return first;
+        if (yielded_) return std::min(turn_ * 2, first * 16);
+        return streak_since_ + turn_ - now;
+    }
+    // What is left of the current turn (renewals and released markers say so too).
+    std::chrono::nanoseconds turn_left(own_time now) const noexcept {
+        if (turn_ == std::chrono::nanoseconds::max()) return std::chrono::nanoseconds(0);
+        return streak_since_ + turn_ - now;
+    }
+
     // Our own released marker is the record: taken back at once during our turn; once the turn
     // is over, it stays with the waiters until 1.25 poll intervals after our release (each
     // reads it within one poll interval), unless this acquisition may not wait that long.
@@ -450,7 +472,7 @@ private:
         inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false,
                                    pc.which() == precondition::kind::absent, takes_back, takes_back && yielded_};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
-        return lease_action::write(body(token, inflight_.nonce, false), std::move(pc));
+        return lease_action::write(body(token, inflight_.nonce, false, turn_left_after_claim(now, takes_back)), std::move(pc));
     }
 
     // The record is absent: create it, with a token above every one this object saw and the floor.
@@ -515,17 +537,17 @@ private:
             attempt_ = 0;
             return take_back(now); // our own marker, still there (read after a failure or a wait)
         }
-        if (b.released || b.owner == instance_) {
-            // Released, or ours from an earlier term: nobody else can hold it
-            // while this version is current. A new term gets a new token.
-            attempt_ = 0;
-            return claim(now, b.token + 1, precondition::matches(r.version));
-        }
         if (!observed_ || observed_version_ != r.version) {
             observed_ = true;
             observed_version_ = r.version;
             observed_since_ = now; // the response of the first read of this version
             observed_ttl_ = b.ttl;
+        }
+        if (b.released || b.owner == instance_) {
+            // Released, or ours from an earlier term: nobody else can hold it
+            // while this version is current. A new term gets a new token.
+            attempt_ = 0;
+            return claim(now, b.token + 1, precondition::matches(r.version));
         }
         auto const window = takeover_window(observed_ttl_, opts_.max_clock_rate_skew);
         auto const elapsed = now - observed_since_;
@@ -539,7 +561,28 @@ private:
         }
         attempt_ = 0;
         next_after_wait_ = read_next;
-        return lease_action::wait(std::min<std::chrono::nanoseconds>(poll_delay(), window - elapsed));
+        // Its holder's turn (advice, see lease_record.hpp): until it is over, the holder takes its
+        // own released record straight back, so a read then would only lose races. The next read
+        // comes at the turn's end, but never later than a poll interval from now: a holder may
+        // release and leave in its turn, and the lease is then taken within one poll.
+        auto const turn = turn_stated(b, now);
+        auto const pause = turn > std::chrono::nanoseconds(0)
+                               ? std::min<std::chrono::nanoseconds>(turn + stagger(), opts_.poll_interval)
+                               : poll_delay();
+        return lease_action::wait(std::min<std::chrono::nanoseconds>(pause, window - elapsed));
+    }
+
+    // What is left of the turn record `b` states, from when this version was first read (the write
+    // was sent before that, so the turn ends no later).
+    std::chrono::nanoseconds turn_stated(lease_body const& b, own_time now) const noexcept {
+        if (b.turn.count() <= 0) return std::chrono::nanoseconds(0);
+        return std::max(observed_since_ + std::chrono::nanoseconds(b.turn) - now, std::chrono::nanoseconds(0));
+    }
+    // Spreads the waiters that wake at the end of a turn over half a poll interval, so that one
+    // reads the released record first instead of all racing for it.
+    std::chrono::nanoseconds stagger() {
+        auto const half = std::chrono::nanoseconds(opts_.poll_interval) / 2;
+        return std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(half.count())));
     }
 
     std::chrono::nanoseconds poll_delay() {
@@ -578,7 +621,11 @@ private:
     // Rewrites our own record (same token, fresh nonce) under its current version.
     lease_action rewrite_own(own_time now, bool released) {
         inflight_ = attempt_record{make_nonce(rng_), held_.token, now, 0, released};
-        return lease_action::write(body(held_.token, inflight_.nonce, released), precondition::matches(held_.version));
+        // A released marker states no turn: whoever reads it may take it at once (the releaser
+        // may never come back), and a waiter that races our take-back loses one write at most.
+        return lease_action::write(body(held_.token, inflight_.nonce, released,
+                                        released ? std::chrono::nanoseconds(0) : turn_left(now)),
+                                   precondition::matches(held_.version));
     }
     lease_action renew_write(own_time now) { return rewrite_own(now, false); }
 

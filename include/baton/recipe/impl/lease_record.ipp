@@ -32,7 +32,8 @@ BATON_DECL void append_json_string(std::string& out, std::string_view s) {
 }
 
 BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_view value, std::string_view nonce,
-                                     std::uint64_t token, bool released, std::chrono::milliseconds ttl) {
+                                     std::uint64_t token, bool released, std::chrono::milliseconds ttl,
+                                     std::chrono::milliseconds turn) {
     std::string out;
     out.reserve(112 + owner.size() + value.size() + nonce.size());
     out += R"({"baton":"lease/1","owner":)";
@@ -47,6 +48,11 @@ BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_vie
     out += R"(,"ttl_ms":)";
     auto const t = std::to_chars(digits, digits + sizeof digits, ttl.count());
     out.append(digits, t.ptr);
+    if (turn.count() > 0) {
+        out += R"(,"turn_ms":)";
+        auto const u = std::to_chars(digits, digits + sizeof digits, turn.count());
+        out.append(digits, u.ptr);
+    }
     out += R"(,"value":)";
     append_json_string(out, value);
     out += '}';
@@ -54,7 +60,7 @@ BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_vie
 }
 
 BATON_DECL std::string encode_lease_body(lease_body const& b) {
-    return encode_lease_body(b.owner, b.value, b.nonce, b.token, b.released, b.ttl);
+    return encode_lease_body(b.owner, b.value, b.nonce, b.token, b.released, b.ttl, b.turn);
 }
 
 BATON_DECL error_code decode_lease_body(std::string_view text, lease_body& out, diagnostics& diag) {
@@ -95,6 +101,10 @@ BATON_DECL error_code decode_lease_body(std::string_view text, lease_body& out, 
     if (!uint("ttl_ms", ttl_ms) || ttl_ms == 0) return fail("\"ttl_ms\" missing or not a positive integer");
     if (ttl_ms > static_cast<std::uint64_t>(max_declared_ttl.count())) return fail("\"ttl_ms\" exceeds 24 hours");
     out.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(ttl_ms));
+    std::uint64_t turn_ms = 0;
+    if (obj->if_contains("turn_ms") && !uint("turn_ms", turn_ms)) return fail("\"turn_ms\" is not a non-negative integer");
+    if (turn_ms > static_cast<std::uint64_t>(max_declared_ttl.count())) return fail("\"turn_ms\" exceeds 24 hours");
+    out.turn = std::chrono::milliseconds(static_cast<std::int64_t>(turn_ms));
     return {};
 }
 
