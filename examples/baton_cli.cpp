@@ -522,6 +522,14 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
                                  "restarted at 1 (see --wall-clock-tokens)\n");
         ioc.notify_fork(asio::io_context::fork_prepare);
         pid_t const supervisor = getpid();
+        // SIGINT and SIGTERM stay blocked across the fork: one that reached the child before it
+        // reset their handlers would run the supervisor's handler there and be lost (the command
+        // would then ignore a stop). The child unblocks them once they have their default action.
+        sigset_t stop_signals, before;
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGINT);
+        sigaddset(&stop_signals, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stop_signals, &before);
         child = fork();
         if (child == 0) {
             // The command must not outlive its supervisor: nobody would stop it on loss.
@@ -542,6 +550,7 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
             std::fprintf(stderr, "baton: cannot run '%s': %s\n", args[0], std::strerror(errno));
             _exit(127);
         }
+        pthread_sigmask(SIG_SETMASK, &before, nullptr); // what arrived meanwhile is delivered now
         ioc.notify_fork(asio::io_context::fork_parent);
         if (child < 0) {
             std::fprintf(stderr, "baton: fork failed: %s\n", std::strerror(errno));
