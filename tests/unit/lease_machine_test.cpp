@@ -382,15 +382,15 @@ TEST_CASE("fairness: a take-back in doubt settled by reading it back keeps the t
     CHECK(f.m.acquire_start(2500ms, true).what == act::wait);
 }
 
-TEST_CASE("turn hint: a claim states its turn, later writes what is left of it, a doubled turn after a yield") {
+TEST_CASE("turn hint: a participant re-acquiring in a loop states its turn; one that may leave states none") {
     fixture f; // poll interval 1 s: a first turn of 1 s
     auto claim = acquire_free(f.m, 0s);
-    CHECK(body_of(claim).turn == 1000ms);
+    CHECK(body_of(claim).turn == 0ms); // a first acquisition: it may well release and leave
     auto marker = f.m.release_start(100ms);
     CHECK(body_of(marker).turn == 0ms); // a released record is free for whoever reads it
     REQUIRE(f.m.release_on_write(101ms, {}, written("v2")).what == act::done);
     auto back = f.m.acquire_start(200ms, true);
-    CHECK(body_of(back).turn == 800ms);
+    CHECK(body_of(back).turn == 800ms); // a take-back: the turn that began at 0 s has 800 ms left
     take_back(f.m, back, 200ms, "v2", "v3");
     (void)f.m.renew_schedule(200ms);
     CHECK(body_of(f.m.renew_on_wait(700ms)).turn == 300ms);
@@ -402,6 +402,25 @@ TEST_CASE("turn hint: a claim states its turn, later writes what is left of it, 
     REQUIRE(f.m.acquire_start(1600ms, true).what == act::wait); // the yield
     auto after_yield = f.m.acquire_on_wait(2751ms);
     CHECK(body_of(after_yield).turn == 2000ms); // nobody came: a turn twice as long
+
+    // Released, and acquiring again right away (a loop): the record had been taken meanwhile,
+    // and the claim of it, a new turn, states the whole turn.
+    REQUIRE(f.m.acquire_on_write(2752ms, {}, written("v6")).what == act::done);
+    release_at(f.m, 2800ms, "v7");
+    REQUIRE(f.m.acquire_start(2900ms, true).what == act::write); // our own marker (the machine assumes it is still there)
+    baton::put_result refused;
+    refused.current = foreign(5, "v8", true); // someone took it and released it
+    auto claim2 = f.m.acquire_on_write(2901ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(claim2.what == act::write);
+    CHECK(body_of(claim2).turn == 1000ms);
+    // Acquiring long after the last release: states none.
+    REQUIRE(f.m.acquire_on_write(2902ms, {}, written("v9")).what == act::done);
+    release_at(f.m, 3000ms, "v10");
+    REQUIRE(f.m.acquire_start(9000ms, true).what == act::write);
+    refused.current = foreign(7, "v11", true);
+    auto claim3 = f.m.acquire_on_write(9001ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(claim3.what == act::write);
+    CHECK(body_of(claim3).turn == 0ms);
 }
 
 TEST_CASE("turn hint: yield_after = max() states no turn") {
@@ -409,7 +428,10 @@ TEST_CASE("turn hint: yield_after = max() states no turn") {
     auto o = fixture::opts("a", 2.0);
     o.yield_after = std::chrono::milliseconds::max();
     lease_machine m(o, 7, fixture::hooks(retry));
-    CHECK(body_of(acquire_free(m, 0s)).turn == 0ms);
+    acquire_free(m, 0s);
+    release_at(m, 100ms, "v2");
+    auto back = m.acquire_start(200ms, true);
+    CHECK(body_of(back).turn == 0ms);
 }
 
 namespace {

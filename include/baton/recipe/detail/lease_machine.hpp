@@ -140,6 +140,7 @@ public:
         diag_.clear();
         yielding_ = yielded_ = false;
         yield_allowed_ = wait && patience > yield_pause();
+        looping_ = !own_release_version_.empty() && now - released_at_ <= first_turn();
         if (known_ && released_) {
             if (released_by_us()) return take_back(now);
             return claim(now, known_token_ + 1, precondition::matches(known_version_));
@@ -399,6 +400,7 @@ private:
         std::string version;
         std::string nonce;
         own_time t_send{0};
+        bool states_turn = false; // this term's records state what is left of the turn (see turn_left_after_claim)
     };
 
     static std::string hex(std::uint64_t v) {
@@ -438,18 +440,23 @@ private:
         return std::chrono::nanoseconds(opts_.poll_interval) * 5 / 4;
     }
 
+    // The turn a record states (see lease_record.hpp). Only a participant that is re-acquiring in
+    // a loop states one (this acquisition takes its own release back, or began within a turn of
+    // its own release): it will likely release and take back again within its turn. Others state
+    // none, so when they release and leave (the usual case) the waiters have been polling as
+    // usual and one of them takes the record at once.
     // What is left, at `now`, of the turn a claim sent now would be part of (see claimed()):
-    // a new turn, the current one (a take-back within it), or a doubled one (after a yield).
+    // a new one, the current one (a take-back within it), or a doubled one (after a yield).
     std::chrono::nanoseconds turn_left_after_claim(own_time now, bool takes_back) const noexcept {
         auto const first = first_turn();
-        if (first == std::chrono::nanoseconds::max()) return std::chrono::nanoseconds(0);
+        if (first == std::chrono::nanoseconds::max() || !(takes_back || looping_)) return std::chrono::nanoseconds(0);
         if (!takes_back) return first;
         if (yielded_) return std::min(turn_ * 2, first * 16);
         return streak_since_ + turn_ - now;
     }
-    // What is left of the current turn (renewals and released markers say so too).
+    // What is left of the current turn, for a renewal of a term that states one.
     std::chrono::nanoseconds turn_left(own_time now) const noexcept {
-        if (turn_ == std::chrono::nanoseconds::max()) return std::chrono::nanoseconds(0);
+        if (turn_ == std::chrono::nanoseconds::max() || !held_.states_turn) return std::chrono::nanoseconds(0);
         return streak_since_ + turn_ - now;
     }
 
@@ -497,7 +504,7 @@ private:
             late_claim_ = true;
             return claim(now, token, precondition::matches(version));
         }
-        held_ = held_record{token, version, inflight_.nonce, sent};
+        held_ = held_record{token, version, inflight_.nonce, sent, inflight_.takes_back || looping_};
         has_version_ = true;
         state_ = lease_state::held;
         if (!inflight_.takes_back) {
@@ -763,6 +770,7 @@ private:
     bool yield_allowed_ = false;           // this acquisition may yield (it waits, and long enough)
     bool yielding_ = false;                // the wait in progress is a yield
     bool yielded_ = false;                 // this acquisition has yielded
+    bool looping_ = false;                 // this acquisition began within a turn of our own release
     after_wait next_after_wait_ = read_next;
 
     attempt_record inflight_;
