@@ -382,7 +382,7 @@ TEST_CASE("fairness: a take-back in doubt settled by reading it back keeps the t
     CHECK(f.m.acquire_start(2500ms, true).what == act::wait);
 }
 
-TEST_CASE("turn hint: a participant re-acquiring in a loop states its turn; one that may leave states none") {
+TEST_CASE("turn hint: a participant re-acquiring back to back states its turn; one that may leave states none") {
     fixture f; // poll interval 1 s: a first turn of 1 s
     auto claim = acquire_free(f.m, 0s);
     CHECK(body_of(claim).turn == 0ms); // a first acquisition: it may well release and leave
@@ -413,10 +413,13 @@ TEST_CASE("turn hint: a participant re-acquiring in a loop states its turn; one 
     auto claim2 = f.m.acquire_on_write(2901ms, error_code(errc::precondition_failed), refused);
     REQUIRE(claim2.what == act::write);
     CHECK(body_of(claim2).turn == 1000ms);
-    // Acquiring long after the last release: states none.
+    // Acquiring long after the last release: states none, also when taking back our old marker
+    // (with the turn it doubles to after the pause the waiters had).
     REQUIRE(f.m.acquire_on_write(2902ms, {}, written("v9")).what == act::done);
     release_at(f.m, 3000ms, "v10");
-    REQUIRE(f.m.acquire_start(9000ms, true).what == act::write);
+    auto old_marker = f.m.acquire_start(9000ms, true);
+    REQUIRE(old_marker.what == act::write);
+    CHECK(body_of(old_marker).turn == 0ms);
     refused.current = foreign(7, "v11", true);
     auto claim3 = f.m.acquire_on_write(9001ms, error_code(errc::precondition_failed), refused);
     REQUIRE(claim3.what == act::write);
@@ -469,7 +472,8 @@ TEST_CASE("turn hint: a held record's turn moves the next read to its end, never
         fixture f("c");
         auto a = first_sight(f.m, 0s, with_turn(4, "v9", false, std::chrono::hours(24)));
         REQUIRE(a.what == act::wait);
-        CHECK(a.delay == std::chrono::nanoseconds(1s));
+        CHECK(a.delay >= std::chrono::nanoseconds(968750us)); // jittered below it: capped waiters drift apart
+        CHECK(a.delay <= std::chrono::nanoseconds(1s));
     }
     {
         // Counted from the first read of that version: read again later, what is left.
@@ -624,13 +628,14 @@ TEST_CASE("observed: a released marker in doubt that a contender already used is
     CHECK(f.seen == std::vector<std::string>{"retry release 1", "settled release landed 1"});
 }
 
-TEST_CASE("observed: writes in doubt of a release that finds the record gone are reported not landed") {
+TEST_CASE("observed: writes in doubt of a release that finds the record gone are reported unresolved") {
     observed_fixture f;
     release_in_doubt(f);
     auto done = f.m.release_on_read(8s, {}, std::nullopt, {});
     REQUIRE(done.what == act::done);
     CHECK(done.ec == errc::lease_lost);
-    CHECK(f.seen == std::vector<std::string>{"retry release 1", "settled release not_landed 1"});
+    // Our marker may have landed and been deleted since: no read can tell now.
+    CHECK(f.seen == std::vector<std::string>{"retry release 1", "settled release unresolved 1"});
 }
 
 } // TEST_SUITE

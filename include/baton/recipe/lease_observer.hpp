@@ -67,9 +67,10 @@ constexpr char const* to_string(answer_kind k) noexcept {
 enum class settlement_outcome {
     landed,     ///< reading the record back found the write's nonce: it took effect, and the lease acted on it
     not_landed, ///< the record moved past the version the write was conditional on: it never can land
-    unresolved, ///< forgotten undecided: its term ended, or reading back kept failing. Harmless by construction:
-                ///< it was conditional on a version of our own record, so if it lands the record still reads as ours
-                ///< (a later claim takes it with token + 1, and takeovers wait ttl x skew as for any holder)
+    unresolved, ///< forgotten undecided: its term ended, reading back kept failing, or the record had moved on
+                ///< (it may have landed and been replaced since). Harmless by construction: it was conditional on a
+                ///< version of our own record, so if it lands the record still reads as ours (a later claim takes
+                ///< it with token + 1, and takeovers wait ttl x skew as for any holder)
 };
 
 /// The name of `o` in metrics and logs: `landed`, `not_landed`, `unresolved`.

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -140,7 +141,9 @@ public:
         diag_.clear();
         yielding_ = yielded_ = false;
         yield_allowed_ = wait && patience > yield_pause();
-        looping_ = !own_release_version_.empty() && now - released_at_ <= first_turn();
+        // Back to back: acquiring again within an eighth of a poll interval of our own release
+        // (a loop that releases and re-acquires at once, like the contention benchmark).
+        looping_ = !own_release_version_.empty() && now - released_at_ <= std::chrono::nanoseconds(opts_.poll_interval) / 8;
         if (known_ && released_) {
             if (released_by_us()) return take_back(now);
             return claim(now, known_token_ + 1, precondition::matches(known_version_));
@@ -394,6 +397,7 @@ private:
         bool creates = false;          // claims: created the record (it was absent)
         bool takes_back = false;       // claims: of our own released marker
         bool after_yield = false;      // ... after this acquisition yielded it to the waiters
+        std::size_t condition = 0;     // claims: a hash of the version it was conditional on (observer accuracy only)
     };
     struct held_record {
         std::uint64_t token = 0;
@@ -440,16 +444,16 @@ private:
         return std::chrono::nanoseconds(opts_.poll_interval) * 5 / 4;
     }
 
-    // The turn a record states (see lease_record.hpp). Only a participant that is re-acquiring in
-    // a loop states one (this acquisition takes its own release back, or began within a turn of
-    // its own release): it will likely release and take back again within its turn. Others state
-    // none, so when they release and leave (the usual case) the waiters have been polling as
-    // usual and one of them takes the record at once.
+    // The turn a record states (see lease_record.hpp). Only a participant re-acquiring back to
+    // back states one (this acquisition began right after our own release): it will likely
+    // release and take back again within its turn. Others state none (one that takes the lease
+    // once, or comes back after a while and finds its old marker), so when they release and
+    // leave the waiters have been polling as usual and one of them takes the record at once.
     // What is left, at `now`, of the turn a claim sent now would be part of (see claimed()):
     // a new one, the current one (a take-back within it), or a doubled one (after a yield).
     std::chrono::nanoseconds turn_left_after_claim(own_time now, bool takes_back) const noexcept {
         auto const first = first_turn();
-        if (first == std::chrono::nanoseconds::max() || !(takes_back || looping_)) return std::chrono::nanoseconds(0);
+        if (first == std::chrono::nanoseconds::max() || !looping_) return std::chrono::nanoseconds(0);
         if (!takes_back) return first;
         if (yielded_) return std::min(turn_ * 2, first * 16);
         return streak_since_ + turn_ - now;
@@ -476,8 +480,10 @@ private:
     }
 
     lease_action claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false) {
-        inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false,
-                                   pc.which() == precondition::kind::absent, takes_back, takes_back && yielded_};
+        bool const creates = pc.which() == precondition::kind::absent;
+        inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false, creates, takes_back,
+                                   takes_back && yielded_,
+                                   creates ? 0 : std::hash<std::string_view>{}(std::string_view(pc.version()))};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
         return lease_action::write(body(token, inflight_.nonce, false, turn_left_after_claim(now, takes_back)), std::move(pc));
     }
@@ -490,8 +496,12 @@ private:
     lease_action claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent) {
         note_success();
         created_ = created_ || inflight_.creates;
-        // A claim in doubt other than this one was conditional on a version now replaced.
-        if (pending_ && pending_->nonce != inflight_.nonce) report(*pending_, settlement_outcome::not_landed);
+        // A claim in doubt other than this one: conditional on the same state as this one, it
+        // cannot have landed; on another, it may have landed before and been replaced since.
+        if (pending_ && pending_->nonce != inflight_.nonce)
+            report(*pending_, pending_->creates == inflight_.creates && pending_->condition == inflight_.condition
+                                  ? settlement_outcome::not_landed
+                                  : settlement_outcome::unresolved);
         pending_.reset();
         max_token_seen_ = std::max(max_token_seen_, token);
         known_ = true;
@@ -504,7 +514,7 @@ private:
             late_claim_ = true;
             return claim(now, token, precondition::matches(version));
         }
-        held_ = held_record{token, version, inflight_.nonce, sent, inflight_.takes_back || looping_};
+        held_ = held_record{token, version, inflight_.nonce, sent, looping_};
         has_version_ = true;
         state_ = lease_state::held;
         if (!inflight_.takes_back) {
@@ -574,7 +584,7 @@ private:
         // release and leave in its turn, and the lease is then taken within one poll.
         auto const turn = turn_stated(b, now);
         auto const pause = turn > std::chrono::nanoseconds(0)
-                               ? std::min<std::chrono::nanoseconds>(turn + stagger(), opts_.poll_interval)
+                               ? std::min<std::chrono::nanoseconds>(turn + stagger(), poll_delay_near_full())
                                : poll_delay();
         return lease_action::wait(std::min<std::chrono::nanoseconds>(pause, window - elapsed));
     }
@@ -584,6 +594,12 @@ private:
     std::chrono::nanoseconds turn_stated(lease_body const& b, own_time now) const noexcept {
         if (b.turn.count() <= 0) return std::chrono::nanoseconds(0);
         return std::max(observed_since_ + std::chrono::nanoseconds(b.turn) - now, std::chrono::nanoseconds(0));
+    }
+    // A poll interval less up to a 32nd: the cap of a pause for a stated turn, jittered so that
+    // waiters capped together drift apart instead of staying in lockstep.
+    std::chrono::nanoseconds poll_delay_near_full() {
+        auto const poll = std::chrono::nanoseconds(opts_.poll_interval);
+        return poll - std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(poll.count()) / 32));
     }
     // Spreads the waiters that wake at the end of a turn over half a poll interval, so that one
     // reads the released record first instead of all racing for it.
@@ -709,8 +725,9 @@ private:
     }
 
     lease_action release_failed(error_code ec) {
-        // Lost: the record moved on or vanished, so nothing of ours can land on it any more.
-        settle_doubts(ec == errc::lease_lost ? settlement_outcome::not_landed : settlement_outcome::unresolved);
+        // The record moved on or vanished: nothing of ours can land on it any more, but one may
+        // have landed before and been replaced since; which, no read can tell now.
+        settle_doubts(settlement_outcome::unresolved);
         state_ = lease_state::lost;
         has_version_ = false;
         known_ = false;
@@ -770,7 +787,7 @@ private:
     bool yield_allowed_ = false;           // this acquisition may yield (it waits, and long enough)
     bool yielding_ = false;                // the wait in progress is a yield
     bool yielded_ = false;                 // this acquisition has yielded
-    bool looping_ = false;                 // this acquisition began within a turn of our own release
+    bool looping_ = false;                 // this acquisition began right after our own release (back to back)
     after_wait next_after_wait_ = read_next;
 
     attempt_record inflight_;

@@ -101,9 +101,10 @@ BATON_DECL error_code decode_lease_body(std::string_view text, lease_body& out, 
     if (!uint("ttl_ms", ttl_ms) || ttl_ms == 0) return fail("\"ttl_ms\" missing or not a positive integer");
     if (ttl_ms > static_cast<std::uint64_t>(max_declared_ttl.count())) return fail("\"ttl_ms\" exceeds 24 hours");
     out.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(ttl_ms));
+    // Advice only: a turn that is not a non-negative integer of at most 24 hours reads as none
+    // (a record older readers accept must not become foreign over it).
     std::uint64_t turn_ms = 0;
-    if (obj->if_contains("turn_ms") && !uint("turn_ms", turn_ms)) return fail("\"turn_ms\" is not a non-negative integer");
-    if (turn_ms > static_cast<std::uint64_t>(max_declared_ttl.count())) return fail("\"turn_ms\" exceeds 24 hours");
+    if (!uint("turn_ms", turn_ms) || turn_ms > static_cast<std::uint64_t>(max_declared_ttl.count())) turn_ms = 0;
     out.turn = std::chrono::milliseconds(static_cast<std::int64_t>(turn_ms));
     return {};
 }
