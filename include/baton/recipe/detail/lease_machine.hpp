@@ -404,7 +404,6 @@ private:
         std::string version;
         std::string nonce;
         own_time t_send{0};
-        bool states_turn = false; // this term's records state what is left of the turn (see turn_left_after_claim)
     };
 
     static std::string hex(std::uint64_t v) {
@@ -458,9 +457,10 @@ private:
         if (yielded_) return std::min(turn_ * 2, first * 16);
         return streak_since_ + turn_ - now;
     }
-    // What is left of the current turn, for a renewal of a term that states one.
+    // What is left of the current turn, for a renewal of a term that states one (looping_ stays
+    // as the acquisition set it for the whole term).
     std::chrono::nanoseconds turn_left(own_time now) const noexcept {
-        if (turn_ == std::chrono::nanoseconds::max() || !held_.states_turn) return std::chrono::nanoseconds(0);
+        if (turn_ == std::chrono::nanoseconds::max() || !looping_) return std::chrono::nanoseconds(0);
         return streak_since_ + turn_ - now;
     }
 
@@ -514,7 +514,7 @@ private:
             late_claim_ = true;
             return claim(now, token, precondition::matches(version));
         }
-        held_ = held_record{token, version, inflight_.nonce, sent, looping_};
+        held_ = held_record{token, version, inflight_.nonce, sent};
         has_version_ = true;
         state_ = lease_state::held;
         if (!inflight_.takes_back) {
@@ -554,17 +554,17 @@ private:
             attempt_ = 0;
             return take_back(now); // our own marker, still there (read after a failure or a wait)
         }
-        if (!observed_ || observed_version_ != r.version) {
-            observed_ = true;
-            observed_version_ = r.version;
-            observed_since_ = now; // the response of the first read of this version
-            observed_ttl_ = b.ttl;
-        }
         if (b.released || b.owner == instance_) {
             // Released, or ours from an earlier term: nobody else can hold it
             // while this version is current. A new term gets a new token.
             attempt_ = 0;
             return claim(now, b.token + 1, precondition::matches(r.version));
+        }
+        if (!observed_ || observed_version_ != r.version) {
+            observed_ = true;
+            observed_version_ = r.version;
+            observed_since_ = now; // the response of the first read of this version
+            observed_ttl_ = b.ttl;
         }
         auto const window = takeover_window(observed_ttl_, opts_.max_clock_rate_skew);
         auto const elapsed = now - observed_since_;
