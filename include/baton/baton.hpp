@@ -17,6 +17,7 @@
 
 #include <baton/aws/errors.hpp>
 #include <baton/aws/sigv4.hpp>
+#include <baton/commit_protocol.hpp>
 #include <baton/core/clock.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
@@ -30,6 +31,7 @@
 #include <baton/recipe/run_while_held.hpp>
 #include <baton/recipe/write_observer.hpp>
 #include <baton/s3.hpp>
+#include <baton/store/commit_protocol.hpp>
 #include <baton/store/record_store.hpp>
 #include <baton/store/settlement.hpp>
 

@@ -1,0 +1,898 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_STORE_COMMIT_PROTOCOL_HPP
+#define BATON_STORE_COMMIT_PROTOCOL_HPP
+
+/** @file
+    Layer: store. `basic_commit_protocol`: a record store with real conditional writes, made of
+    an object store that has none (s3rver, older MinIO, Ceph before conditional PUT, appliances)
+    and a lock store that has them (DynamoDB, the file or memory store).
+
+    Every recipe (leases, election, fenced, kv) runs on it unchanged: it models `record_store`.
+
+    @par How it works
+    The lock store holds, per key, a small **pointer** record; the object store holds the bytes
+    in **immutable objects** under fresh names. A pointer is JSON naming its object, with the
+    object's size and SHA-256; an erased key has a tombstone pointer instead.
+    - `put(key, body, pc)`:
+      1. writes the bytes to a fresh object, `<object_prefix><key>.baton-<base>-<nonce>`,
+         without a precondition (the name is new, so nothing else can be there);
+      2. **commits**: one conditional write of the pointer in the lock store, conditional on
+         exactly the state `pc` names. That write is the commit point: the version of the
+         composed record is the pointer's version.
+    - `get(key)` reads the pointer, then its object; checks the object's size and SHA-256.
+    - `erase(key, pc)` commits a tombstone pointer. Pointers are never deleted.
+    - A replaced or erased key's old object is deleted after the commit, when this handle
+      knows its name. Any other leftover is found by `async_collect`.
+
+    @par Safety, with no timing assumption
+    No acknowledged conditional write is ever overwritten or lost because another writer's
+    request was delayed and landed late:
+    - A late object PUT can only write an object name that its own writer chose, fresh. The
+      bytes are the same as those the writer sent first (retries resend them), and no pointer
+      names that object unless that writer's own commit landed.
+    - A late commit is a conditional write of the lock store, decided atomically when it lands.
+      So the composed store is exactly as linearizable as the lock store. The history of a key
+      is the chain of pointer versions.
+    - A writer frozen at any step, or crashed at any step, leaves the key either committed or
+      not, never half:
+      - before its commit lands, nothing points to its object;
+      - after, the object is complete, because it was written first.
+      A late delete of an old object cannot hurt either: names are never reused, and an object
+      is deleted only when no pointer can ever name it again (see below).
+    - Reads verify size and SHA-256. An object changed or deleted behind baton's back is
+      reported as `errc::invalid_response`, never returned.
+
+    This is where arrow-rs's `DynamoCommit` goes wrong. There, the lock in DynamoDB guards a
+    PUT to the real path under a timeout. A timeout does not stop a request already sent, so a
+    delayed PUT lands after the lock was taken over and overwrites the next writer's commit. The
+    simulation suite runs that design next to this one and shows the difference.
+
+    @par Garbage, without TTL
+    An object becomes garbage when it is replaced or erased, or when its writer crashed or lost
+    the race before committing. The handle deletes the replaced objects it knows. `async_collect`
+    deletes every other object that is provably unreachable:
+    - the object's name records the state its commit was conditional on (absent, or the hash of
+      one pointer version);
+    - once the key's pointer exists and is at another version, that commit can never land,
+      because pointers are never deleted and a lock store never repeats a version.
+    No grace period is needed and no clock is read. Lifecycle rules on the object store must not
+    expire committed objects, because nothing can tell them from garbage by age.
+
+    @par What a plain reader sees
+    A program that reads the object store directly, bypassing baton, sees:
+    - no object at `<key>` itself;
+    - under `<object_prefix><key>.baton-...`, immutable objects: the committed one, plus garbage
+      not collected yet.
+    Only the pointer in the lock store says which object is committed.
+
+    @par Costs
+    - `put` with `absent` or `matches`: two requests, one object PUT and one commit, plus a
+      delete of the replaced object after completion when it is known.
+    - `put` or `erase` with `none`: a pointer read first, because every commit is made
+      conditional so that garbage stays provable.
+    - `get`: two reads.
+    - `list`: one listing of the lock store, and a pointer read per listed key (tombstones are
+      skipped).
+    - Re-creating an erased key costs one more object PUT, because its first commit finds the
+      tombstone.
+*/
+
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+#include <baton/store/detail/commit_pointer.hpp>
+#include <baton/store/record_store.hpp>
+#include <baton/store/settlement.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace baton {
+
+/// Settings of a `basic_commit_protocol`.
+struct commit_protocol_params {
+    /// Where the immutable objects live in the object store, in front of the key. Keep it out of
+    /// the prefixes that plain readers list; it may be empty.
+    std::string object_prefix = "_baton/";
+    /// Puts with larger bodies fail with `errc::invalid_argument`.
+    std::size_t max_body_bytes = 64 * 1024 * 1024;
+    /// How many times a `none` precondition is retried when another writer wins the race between
+    /// the pointer read and the commit, before reporting `errc::conflict`.
+    unsigned max_unconditional_rounds = 8;
+    /// How many object reads `get` retries when the pointer moved on meanwhile.
+    unsigned max_read_rounds = 8;
+    /// Probe the lock store before the first write of this handle and refuse to write
+    /// (`errc::capability_missing`, naming the failed checks) when it ignores preconditions.
+    bool check_lock_store = true;
+
+    /// @throws config_error naming the broken rule.
+    void validate() const {
+        if (object_prefix.size() > 256) throw config_error("commit_protocol_params: object_prefix longer than 256 bytes");
+        if (max_body_bytes == 0) throw config_error("commit_protocol_params: max_body_bytes must be at least 1");
+        if (max_unconditional_rounds == 0 || max_read_rounds == 0)
+            throw config_error("commit_protocol_params: max_unconditional_rounds and max_read_rounds must be at least 1");
+    }
+};
+
+/// What `async_collect` did.
+struct collect_result {
+    /// Commit objects listed.
+    std::uint64_t scanned = 0;
+    /// Deleted: provably unreachable.
+    std::uint64_t collected = 0;
+    /// Kept: committed, or their commit may still land.
+    std::uint64_t kept = 0;
+    /// What the service said, on failure.
+    diagnostics diag;
+};
+
+/** A record store made of an object store without preconditions and a lock store with them.
+    See the file comment for the protocol and its safety argument.
+
+    @tparam ObjectStore a `record_store`; only unconditional put, get, erase and list are used.
+    @tparam LockStore a `record_store` that honours preconditions (its probe says so).
+
+    @par Thread safety
+    Like the stores: copies share state; operations may be called from any thread.
+*/
+template <record_store ObjectStore, record_store LockStore>
+class basic_commit_protocol {
+public:
+    /// Completions run here unless the handler has an executor of its own (the lock store's).
+    using executor_type = typename LockStore::executor_type;
+
+    /** Composes `objects` and `locks`; `seed` seeds the object names' nonces (0: from `std::random_device`).
+        @throws config_error when `p` breaks a rule.
+    */
+    basic_commit_protocol(ObjectStore objects, LockStore locks, commit_protocol_params p = {}, std::uint64_t seed = 0)
+        : st_(std::make_shared<state>(std::move(objects), std::move(locks), std::move(p), seed)) {
+        st_->params.validate();
+    }
+
+    /// The default completion executor: the lock store's.
+    executor_type get_executor() const noexcept { return st_->locks.get_executor(); }
+    /// The object store.
+    ObjectStore& object_store() noexcept { return st_->objects; }
+    /// The lock store.
+    LockStore& lock_store() noexcept { return st_->locks; }
+    /// The settings.
+    commit_protocol_params const& params() const noexcept { return st_->params; }
+
+    /// The longest key this store takes: the object store's limit less the prefix and the object suffix.
+    std::size_t max_key_bytes() const noexcept {
+        return store_limits::max_key_bytes - st_->params.object_prefix.size() - detail::commit_object_suffix_bytes;
+    }
+
+    /// Reads the committed record of `key`. Completion: `void(error_code, get_result)`.
+    template <class Token = boost::asio::deferred_t>
+    auto async_get(std::string key, Token&& token = {}) {
+        return boost::asio::async_compose<Token, void(error_code, get_result)>(get_op{st_, std::move(key)}, token,
+                                                                               get_executor());
+    }
+
+    /// Writes `key` if `pc` holds; the version is the pointer's. Completion: `void(error_code, put_result)`.
+    template <class Token = boost::asio::deferred_t>
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
+        return boost::asio::async_compose<Token, void(error_code, put_result)>(
+            put_op{st_, std::move(key), std::move(body), std::move(pc)}, token, get_executor());
+    }
+
+    /// Erases `key` if `pc` holds (a tombstone pointer). Completion: `void(error_code, erase_result)`.
+    template <class Token = boost::asio::deferred_t>
+    auto async_erase(std::string key, precondition pc, Token&& token = {}) {
+        return boost::asio::async_compose<Token, void(error_code, erase_result)>(erase_op{st_, std::move(key), std::move(pc)},
+                                                                                 token, get_executor());
+    }
+
+    /// Lists the live keys with `prefix` strictly after `after`. Completion: `void(error_code, list_page)`.
+    template <class Token = boost::asio::deferred_t>
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
+        return boost::asio::async_compose<Token, void(error_code, list_page)>(
+            list_op{st_, std::move(prefix), std::move(after), limit}, token, get_executor());
+    }
+
+    /** What the composition honours: the lock store's conditional writes (an erase is a
+        conditional pointer write here), and an object round trip. Completion: `void(error_code, capabilities)`.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_probe(Token&& token = {}) {
+        return boost::asio::async_compose<Token, void(error_code, capabilities)>(probe_op{st_}, token, get_executor());
+    }
+
+    /** Copies the committed record of `from` to `to` if `pc` holds for `to` (copy-if-absent with
+        `precondition::absent()`). The bytes are read and written again (`to` gets an object of its own).
+        `errc::not_found` when `from` is absent. Completion: `void(error_code, put_result)`.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_copy(std::string from, std::string to, precondition pc, Token&& token = {}) {
+        return boost::asio::async_compose<Token, void(error_code, put_result)>(
+            copy_op{st_, std::move(from), std::move(to), std::move(pc)}, token, get_executor());
+    }
+
+    /** Deletes the commit objects under `prefix` (a key prefix) that no pointer can ever name
+        again (see the file comment); keeps the rest. Safe to run at any time, from any process,
+        next to any writer. Completion: `void(error_code, collect_result)`.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_collect(std::string prefix, Token&& token = {}) {
+        return boost::asio::async_compose<Token, void(error_code, collect_result)>(collect_op{st_, std::move(prefix)}, token,
+                                                                                   get_executor());
+    }
+
+private:
+    struct known_object {
+        std::string version;
+        std::string object;
+    };
+
+    struct state {
+        state(ObjectStore o, LockStore l, commit_protocol_params p, std::uint64_t seed)
+            : objects(std::move(o)), locks(std::move(l)), params(std::move(p)), rng(seed ? seed : std::random_device{}()) {}
+
+        ObjectStore objects;
+        LockStore locks;
+        commit_protocol_params params;
+        std::mutex mutex;
+        std::mt19937_64 rng;
+        // The object each key's pointer named at the version this handle last saw, so that the
+        // object a commit replaces can be deleted at once. Bounded: forgetting only leaves garbage.
+        std::map<std::string, known_object, std::less<>> known;
+        // The lock store's capabilities, once probed (`check_lock_store`).
+        std::optional<capabilities> lock_caps;
+
+        bool needs_probe() {
+            std::lock_guard lock(mutex);
+            return params.check_lock_store && !lock_caps;
+        }
+        // Records the probe; the error that refuses writes when the lock store cannot coordinate.
+        error_code probed(capabilities c, diagnostics& d) {
+            std::lock_guard lock(mutex);
+            bool const ok = c.supports_leases();
+            if (!ok) {
+                d.message = "the lock store ignores preconditions, so it cannot coordinate writes:";
+                for (auto const& f : c.findings) d.message += " " + f + ";";
+            }
+            lock_caps = std::move(c);
+            return ok ? error_code{} : error_code(errc::capability_missing);
+        }
+
+        std::string nonce() {
+            std::lock_guard lock(mutex);
+            return make_nonce(rng);
+        }
+        void remember(std::string const& key, std::string version, std::string object) {
+            std::lock_guard lock(mutex);
+            if (known.size() >= 4096 && !known.count(key)) known.erase(known.begin());
+            known[key] = known_object{std::move(version), std::move(object)};
+        }
+        void forget(std::string const& key) {
+            std::lock_guard lock(mutex);
+            known.erase(key);
+        }
+        std::optional<std::string> object_at(std::string const& key, std::string const& version) {
+            std::lock_guard lock(mutex);
+            auto it = known.find(key);
+            if (it == known.end() || it->second.version != version) return std::nullopt;
+            return it->second.object;
+        }
+        // Deletes an object nobody can reach, without waiting for the answer (it is garbage either way).
+        void discard(std::string object) {
+            objects.async_erase(std::move(object), precondition::none(), [](error_code, erase_result) {});
+        }
+        error_code check_key(std::string const& key, diagnostics& d) const {
+            std::size_t const limit =
+                store_limits::max_key_bytes - params.object_prefix.size() - detail::commit_object_suffix_bytes;
+            if (key.empty() || key.size() > limit) {
+                d.message = "key must be 1 to " + std::to_string(limit) + " bytes in a commit-protocol store (it is " +
+                            std::to_string(key.size()) + ")";
+                return errc::invalid_argument;
+            }
+            return {};
+        }
+    };
+
+    // A pointer read: absent, or decoded with its version.
+    struct read_pointer {
+        std::optional<detail::commit_pointer> pointer;
+        std::string version;
+        bool live() const { return pointer && !pointer->erased; }
+    };
+    static error_code decode(get_result& r, read_pointer& out) {
+        out = read_pointer{};
+        if (!r.found) return {};
+        detail::commit_pointer p;
+        if (auto ec = detail::decode_commit_pointer(r.found->body, p, r.diag)) {
+            r.diag.message += " (key " + r.found->key + " in the lock store)";
+            return ec;
+        }
+        out.pointer = std::move(p);
+        out.version = std::move(r.found->version);
+        return {};
+    }
+
+    // Completes `self` later (never inline) with `ec` and `r`, through the operation's own handler.
+    template <class Self, class Result>
+    static void fail_later(state& st, Self& self, error_code ec, Result r) {
+        detail::post_completion(st.locks.get_executor(), std::move(self), ec, std::move(r));
+    }
+
+    struct get_op {
+        std::shared_ptr<state> st;
+        std::string key{};
+        enum { start, pointer, object, failed } step = start;
+        read_pointer seen{};
+        unsigned rounds = 0;    // objects found missing
+        unsigned unchanged = 0; // ... under a pointer that had not moved
+
+        template <class Self>
+        void operator()(Self& self) {
+            get_result r;
+            if (auto ec = st->check_key(key, r.diag)) {
+                step = failed;
+                return fail_later(*st, self, ec, std::move(r));
+            }
+            read(self);
+        }
+        template <class Self>
+        void read(Self& self) {
+            step = pointer;
+            std::string k = key;
+            auto& locks = st->locks;
+            locks.async_get(std::move(k), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            if (step == failed || ec) return self.complete(ec, std::move(r));
+            if (step == pointer) {
+                std::string const previous = seen.live() ? seen.version : std::string();
+                if (auto dec = decode(r, seen)) return self.complete(dec, std::move(r));
+                if (!seen.live()) {
+                    st->forget(key);
+                    return self.complete(error_code{}, get_result{});
+                }
+                if (rounds > 0 && seen.version == previous && ++unchanged >= st->params.max_read_rounds) {
+                    // The pointer stayed, its object is gone: lost outside baton (asked again a few
+                    // times first, as a lagging replica may repeat an old pointer).
+                    get_result bad;
+                    bad.diag.message = "the committed object " + seen.pointer->object + " of key " + key +
+                                       " is missing from the object store (deleted outside baton?)";
+                    return self.complete(errc::invalid_response, std::move(bad));
+                }
+                st->remember(key, seen.version, seen.pointer->object);
+                step = object;
+                std::string o = seen.pointer->object;
+                auto& objects = st->objects;
+                return objects.async_get(std::move(o), std::move(self));
+            }
+            // step == object
+            if (!r.found) {
+                // Replaced and deleted since the pointer was read, or lost: the pointer tells which.
+                if (++rounds >= 4 * st->params.max_read_rounds) {
+                    get_result bad;
+                    bad.diag.message = "key " + key + " kept moving while it was read (" + std::to_string(rounds) + " rounds)";
+                    return self.complete(errc::conflict, std::move(bad));
+                }
+                return read(self);
+            }
+            auto const& p = *seen.pointer;
+            if (r.found->body.size() != p.size || detail::commit_sha256(r.found->body) != p.sha256) {
+                get_result bad;
+                bad.diag.message = "the committed object " + p.object + " of key " + key +
+                                   " does not hold the bytes that were committed (size " + std::to_string(r.found->body.size()) +
+                                   ", committed " + std::to_string(p.size) + "): changed outside baton";
+                return self.complete(errc::invalid_response, std::move(bad));
+            }
+            get_result out;
+            out.found = record{key, std::move(r.found->body), seen.version};
+            self.complete(error_code{}, std::move(out));
+        }
+    };
+
+    struct put_op {
+        std::shared_ptr<state> st;
+        std::string key{};
+        std::string body{};
+        precondition pc;
+        enum { start, read_base, write_object, commit, read_after_refusal, failed } step = start;
+        precondition base = precondition::none(); // the state the commit is conditional on
+        std::string object{};
+        std::string sha256{};
+        std::optional<std::string> replaced{};     // the object the commit replaces, when known
+        unsigned rounds = 0;
+        bool recreate = false; // a second try of `absent` over a tombstone
+
+        template <class Self>
+        void operator()(Self& self) {
+            put_result r;
+            error_code ec = st->check_key(key, r.diag);
+            if (!ec && body.size() > st->params.max_body_bytes) {
+                r.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds the commit store's limit of " +
+                                 std::to_string(st->params.max_body_bytes);
+                ec = errc::invalid_argument;
+            }
+            if (ec) {
+                step = failed;
+                return fail_later(*st, self, ec, std::move(r));
+            }
+            sha256 = detail::commit_sha256(body);
+            if (st->needs_probe()) {
+                auto& locks = st->locks;
+                return locks.async_probe(std::move(self));
+            }
+            begin(self);
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, capabilities c) {
+            put_result r;
+            if (!ec) ec = st->probed(std::move(c), r.diag);
+            else r.diag = std::move(c.diag);
+            if (ec) return self.complete(ec, std::move(r));
+            begin(self);
+        }
+        template <class Self>
+        void begin(Self& self) {
+            if (pc.which() == precondition::kind::none) return read(self);
+            base = pc;
+            if (pc.which() == precondition::kind::matches) replaced = st->object_at(key, pc.version());
+            write(self);
+        }
+        template <class Self>
+        void read(Self& self) {
+            step = read_base;
+            std::string k = key;
+            auto& locks = st->locks;
+            locks.async_get(std::move(k), std::move(self));
+        }
+        template <class Self>
+        void write(Self& self) {
+            step = write_object;
+            std::optional<std::string_view> v;
+            if (base.which() == precondition::kind::matches) v = base.version();
+            object = detail::commit_object_name(st->params.object_prefix, key, detail::commit_base_tag(v), st->nonce());
+            std::string o = object, b = body;
+            auto& objects = st->objects;
+            objects.async_put(std::move(o), std::move(b), precondition::none(), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            read_pointer seen;
+            if (!ec) ec = decode(r, seen);
+            if (ec) {
+                put_result out;
+                out.diag = std::move(r.diag);
+                return self.complete(ec, std::move(out));
+            }
+            if (step == read_after_refusal) {
+                // `absent` was refused: over a tombstone the key is absent all the same.
+                if (seen.pointer && seen.pointer->erased && !recreate) {
+                    recreate = true;
+                    st->discard(std::exchange(object, {}));
+                    base = precondition::matches(seen.version);
+                    return write(self);
+                }
+                st->discard(std::exchange(object, {}));
+                return self.complete(errc::precondition_failed, put_result{});
+            }
+            // step == read_base (a `none` put): commit on exactly what is there now.
+            if (!seen.pointer) base = precondition::absent();
+            else base = precondition::matches(seen.version);
+            replaced = seen.live() ? std::optional<std::string>(seen.pointer->object) : std::nullopt;
+            write(self);
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, put_result r) {
+            if (step == failed) return self.complete(ec, std::move(r));
+            if (step == write_object) {
+                // Not committed, whatever happened: the object is unreferenced (garbage if it landed).
+                if (ec) return self.complete(ec, std::move(r));
+                step = commit;
+                std::string k = key;
+                std::string p = detail::encode_commit_pointer(detail::commit_pointer{false, object, body.size(), sha256, {}});
+                auto& locks = st->locks;
+                return locks.async_put(std::move(k), std::move(p), base, std::move(self));
+            }
+            // step == commit
+            if (!ec) {
+                st->remember(key, r.version, object);
+                if (replaced) st->discard(std::move(*replaced));
+                put_result out;
+                out.version = std::move(r.version);
+                return self.complete(error_code{}, std::move(out));
+            }
+            if (ec == errc::precondition_failed) {
+                if (pc.which() == precondition::kind::none && ++rounds < st->params.max_unconditional_rounds) {
+                    st->discard(std::exchange(object, {}));
+                    return read(self);
+                }
+                if (pc.which() == precondition::kind::none) {
+                    st->discard(std::exchange(object, {}));
+                    put_result out;
+                    out.diag.message = "an unconditional put of " + key + " lost the race " + std::to_string(rounds) + " times";
+                    return self.complete(errc::conflict, std::move(out));
+                }
+                if (pc.which() == precondition::kind::absent && !recreate) {
+                    // Absent, or erased (a tombstone)? The refusal's current record says, or a read.
+                    if (r.current) {
+                        get_result g;
+                        g.found = std::move(r.current);
+                        step = read_after_refusal;
+                        return (*this)(self, error_code{}, std::move(g));
+                    }
+                    step = read_after_refusal;
+                    std::string k = key;
+                    auto& locks = st->locks;
+                    return locks.async_get(std::move(k), std::move(self));
+                }
+                st->discard(std::exchange(object, {}));
+                return self.complete(errc::precondition_failed, put_result{});
+            }
+            if (outcome_unknown(ec)) return self.complete(ec, std::move(r)); // the commit may land: keep the object
+            st->discard(std::exchange(object, {}));
+            self.complete(ec, std::move(r));
+        }
+    };
+
+    struct erase_op {
+        std::shared_ptr<state> st;
+        std::string key{};
+        precondition pc;
+        enum { start, read_base, commit, read_after_refusal, failed } step = start;
+        std::optional<std::string> replaced{};
+        unsigned rounds = 0;
+
+        template <class Self>
+        void operator()(Self& self) {
+            erase_result r;
+            if (auto ec = st->check_key(key, r.diag)) {
+                step = failed;
+                return fail_later(*st, self, ec, std::move(r));
+            }
+            if (st->needs_probe()) {
+                auto& locks = st->locks;
+                return locks.async_probe(std::move(self));
+            }
+            begin(self);
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, capabilities c) {
+            erase_result r;
+            if (!ec) ec = st->probed(std::move(c), r.diag);
+            else r.diag = std::move(c.diag);
+            if (ec) return self.complete(ec, std::move(r));
+            begin(self);
+        }
+        template <class Self>
+        void begin(Self& self) {
+            if (pc.which() == precondition::kind::matches) {
+                replaced = st->object_at(key, pc.version());
+                return commit_tombstone(self, pc);
+            }
+            read(self);
+        }
+        template <class Self>
+        void read(Self& self) {
+            step = read_base;
+            std::string k = key;
+            auto& locks = st->locks;
+            locks.async_get(std::move(k), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, erase_result r) { // step == failed
+            self.complete(ec, std::move(r));
+        }
+        template <class Self>
+        void commit_tombstone(Self& self, precondition on) {
+            step = commit;
+            std::string k = key;
+            std::string p = detail::encode_commit_pointer(detail::commit_pointer{true, {}, 0, {}, st->nonce()});
+            auto& locks = st->locks;
+            locks.async_put(std::move(k), std::move(p), std::move(on), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            read_pointer seen;
+            if (!ec) ec = decode(r, seen);
+            if (ec) {
+                erase_result out;
+                out.diag = std::move(r.diag);
+                return self.complete(ec, std::move(out));
+            }
+            if (step == read_after_refusal) // `matches` refused: not_found when there is nothing to erase
+                return self.complete(seen.live() ? errc::precondition_failed : errc::not_found, erase_result{});
+            // step == read_base: `none` erases what is there; `absent` holds only when nothing is.
+            if (!seen.live()) return self.complete(error_code{}, erase_result{});
+            if (pc.which() == precondition::kind::absent) return self.complete(errc::precondition_failed, erase_result{});
+            replaced = seen.pointer->object;
+            commit_tombstone(self, precondition::matches(seen.version));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, put_result r) {
+            erase_result out;
+            out.diag = std::move(r.diag);
+            if (step == failed) return self.complete(ec, std::move(out));
+            if (!ec) {
+                st->forget(key);
+                if (replaced) st->discard(std::move(*replaced));
+                return self.complete(error_code{}, std::move(out));
+            }
+            if (ec == errc::precondition_failed && pc.which() == precondition::kind::none) {
+                if (++rounds < st->params.max_unconditional_rounds) return read(self);
+                out.diag.message = "an unconditional erase of " + key + " lost the race " + std::to_string(rounds) + " times";
+                return self.complete(errc::conflict, std::move(out));
+            }
+            if (ec == errc::precondition_failed) {
+                if (r.current) {
+                    read_pointer seen;
+                    get_result g;
+                    g.found = std::move(r.current);
+                    if (auto dec = decode(g, seen)) {
+                        out.diag = std::move(g.diag);
+                        return self.complete(dec, std::move(out));
+                    }
+                    return self.complete(seen.live() ? errc::precondition_failed : errc::not_found, std::move(out));
+                }
+                step = read_after_refusal;
+                std::string k = key;
+                auto& locks = st->locks;
+                return locks.async_get(std::move(k), std::move(self));
+            }
+            if (ec == errc::not_found) return self.complete(ec, std::move(out)); // no pointer at all
+            self.complete(ec, std::move(out));
+        }
+    };
+
+    struct list_op {
+        std::shared_ptr<state> st;
+        std::string prefix{};
+        std::string after{};
+        std::size_t limit;
+        std::vector<list_entry> keys{};
+        bool truncated = false;
+        std::size_t next = 0;
+        list_page page{};
+
+        template <class Self>
+        void operator()(Self& self) {
+            std::string p = prefix, a = after;
+            auto& locks = st->locks;
+            locks.async_list(std::move(p), std::move(a), limit, std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, list_page r) {
+            if (ec) return self.complete(ec, std::move(r));
+            keys = std::move(r.entries);
+            truncated = r.truncated;
+            next = 0;
+            read_next(self);
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            read_pointer seen;
+            if (!ec) ec = decode(r, seen);
+            if (ec) {
+                list_page bad;
+                bad.diag = std::move(r.diag);
+                return self.complete(ec, std::move(bad));
+            }
+            if (seen.live()) page.entries.push_back(list_entry{keys[next].key, std::move(seen.version)});
+            ++next;
+            read_next(self);
+        }
+        template <class Self>
+        void read_next(Self& self) {
+            if (next < keys.size()) {
+                std::string k = keys[next].key;
+                auto& locks = st->locks;
+                return locks.async_get(std::move(k), std::move(self));
+            }
+            if (page.entries.empty() && truncated && !keys.empty()) {
+                // Only tombstones in this page: list on, so that a caller always makes progress.
+                std::string p = prefix, a = keys.back().key;
+                after = a;
+                auto& locks = st->locks;
+                return locks.async_list(std::move(p), std::move(a), limit, std::move(self));
+            }
+            page.truncated = truncated;
+            self.complete(error_code{}, std::move(page));
+        }
+    };
+
+    struct probe_op {
+        std::shared_ptr<state> st;
+        enum { start, locks_probed, object_written, object_read, object_erased } step = start;
+        capabilities caps{};
+        std::string scratch{};
+        std::string bytes{};
+
+        template <class Self>
+        void operator()(Self& self) {
+            auto& locks = st->locks;
+            step = locks_probed;
+            locks.async_probe(std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, capabilities c) {
+            for (auto& f : c.findings) f = "lock store: " + f;
+            caps = std::move(c);
+            if (ec) return self.complete(ec, std::move(caps));
+            // An erase is a conditional pointer write here.
+            caps.conditional_erase = caps.conditional_replace;
+            std::string const n = st->nonce();
+            scratch = st->params.object_prefix + "baton-probe/" + n;
+            bytes = "baton commit-protocol probe " + n;
+            step = object_written;
+            std::string s = scratch, b = bytes;
+            auto& objects = st->objects;
+            objects.async_put(std::move(s), std::move(b), precondition::none(), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, put_result r) {
+            if (ec) return object_failed(self, ec, "write", std::move(r.diag));
+            step = object_read;
+            std::string s = scratch;
+            auto& objects = st->objects;
+            objects.async_get(std::move(s), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            if (ec) return object_failed(self, ec, "read", std::move(r.diag));
+            if (!r.found || r.found->body != bytes) {
+                diagnostics d;
+                d.message = "the object store did not return the bytes just written to " + scratch;
+                return object_failed(self, errc::invalid_response, "read", std::move(d));
+            }
+            step = object_erased;
+            std::string s = scratch;
+            auto& objects = st->objects;
+            objects.async_erase(std::move(s), precondition::none(), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, erase_result r) {
+            if (ec) return object_failed(self, ec, "delete", std::move(r.diag));
+            caps.findings.push_back("object store: write, read and delete of a scratch object: ok");
+            caps.findings.push_back(std::string("composed store: conditional create, replace and erase ") +
+                                    (caps.supports_leases() ? "enforced by the lock store" : "NOT enforced: the lock store ignores preconditions"));
+            self.complete(error_code{}, std::move(caps));
+        }
+        template <class Self>
+        void object_failed(Self& self, error_code ec, char const* what, diagnostics d) {
+            caps.findings.push_back(std::string("object store: ") + what + " of a scratch object: failed (" + d.to_string() + ")");
+            caps.diag = std::move(d);
+            self.complete(ec, std::move(caps));
+        }
+    };
+
+    struct copy_op {
+        std::shared_ptr<state> st;
+        std::string from{};
+        std::string to{};
+        precondition pc;
+        bool read_done = false;
+
+        template <class Self>
+        void operator()(Self& self) {
+            basic_commit_protocol store(st);
+            std::string f = from;
+            store.async_get(std::move(f), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            put_result out;
+            out.diag = std::move(r.diag);
+            if (ec) return self.complete(ec, std::move(out));
+            if (!r.found) {
+                out.diag.message = "nothing to copy: " + from + " is absent";
+                return self.complete(errc::not_found, std::move(out));
+            }
+            basic_commit_protocol store(st);
+            store.async_put(std::move(to), std::move(r.found->body), std::move(pc), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, put_result r) {
+            self.complete(ec, std::move(r));
+        }
+    };
+
+    struct collect_op {
+        std::shared_ptr<state> st;
+        std::string prefix{};
+        enum { listing, pointer, erasing } step = listing;
+        std::string after{};
+        bool truncated = false;
+        std::vector<list_entry> names{};
+        std::size_t next = 0;
+        std::optional<detail::commit_object_parts> parts{};
+        collect_result out{};
+
+        template <class Self>
+        void operator()(Self& self) {
+            list(self);
+        }
+        template <class Self>
+        void list(Self& self) {
+            step = listing;
+            std::string p = st->params.object_prefix + prefix, a = after;
+            auto& objects = st->objects;
+            objects.async_list(std::move(p), std::move(a), 1000, std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, list_page r) {
+            if (ec) {
+                out.diag = std::move(r.diag);
+                return self.complete(ec, std::move(out));
+            }
+            names = std::move(r.entries);
+            truncated = r.truncated;
+            next = 0;
+            if (!names.empty()) after = names.back().key;
+            examine_next(self);
+        }
+        template <class Self>
+        void examine_next(Self& self) {
+            while (next < names.size()) {
+                parts = detail::parse_commit_object_name(st->params.object_prefix, names[next].key);
+                if (parts && !parts->key.empty()) break;
+                ++next; // not a commit object: none of its business
+            }
+            if (next >= names.size()) {
+                if (truncated) return list(self);
+                return self.complete(error_code{}, std::move(out));
+            }
+            ++out.scanned;
+            step = pointer;
+            std::string k = parts->key;
+            auto& locks = st->locks;
+            locks.async_get(std::move(k), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, get_result r) {
+            read_pointer seen;
+            if (!ec) ec = decode(r, seen);
+            if (ec == errc::foreign_record) ec = {}; // not our key after all: keep the object
+            if (ec) {
+                out.diag = std::move(r.diag);
+                return self.complete(ec, std::move(out));
+            }
+            if (!detail::commit_object_unreachable(names[next].key, parts->base_tag, seen.pointer, seen.version)) {
+                ++out.kept;
+                ++next;
+                return examine_next(self);
+            }
+            step = erasing;
+            std::string n = names[next].key;
+            auto& objects = st->objects;
+            objects.async_erase(std::move(n), precondition::none(), std::move(self));
+        }
+        template <class Self>
+        void operator()(Self& self, error_code ec, erase_result r) {
+            if (ec && ec != errc::not_found) {
+                out.diag = std::move(r.diag);
+                return self.complete(ec, std::move(out));
+            }
+            ++out.collected;
+            ++next;
+            examine_next(self);
+        }
+    };
+
+    explicit basic_commit_protocol(std::shared_ptr<state> st) : st_(std::move(st)) {}
+
+    std::shared_ptr<state> st_;
+};
+
+} // namespace baton
+
+#endif
