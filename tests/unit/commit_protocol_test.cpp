@@ -248,6 +248,42 @@ TEST_CASE("a commit that lands late is decided by the lock store: refused over a
     CHECK(r.body_of("doc") == "frozen-a"); // whole: the bytes were written before the commit
 }
 
+TEST_CASE("a refusal that answers a duplicate of our own landed commit is a success, and nothing is deleted") {
+    rig r;
+    auto [e0, v0] = r.put("doc", "base", precondition::absent());
+    REQUIRE(!e0);
+    r.locks.duplicate_next("doc");
+    auto [e1, p1] = r.put("doc", "mine", precondition::matches(v0.version));
+    REQUIRE_MESSAGE(!e1, p1.diag.to_string());
+    CHECK(r.body_of("doc") == "mine");
+    auto [g, cur] = r.get("doc");
+    CHECK(cur.found->version == p1.version);
+    r.locks.duplicate_next("fresh");
+    REQUIRE_FALSE(r.put("fresh", "created", precondition::absent()).first);
+    CHECK(r.body_of("fresh") == "created");
+    r.locks.duplicate_next("fresh");
+    REQUIRE_FALSE(r.put("fresh", "again", precondition::none()).first);
+    CHECK(r.body_of("fresh") == "again");
+    r.locks.duplicate_next("doc");
+    REQUIRE_FALSE(r.erase("doc", precondition::matches(p1.version)).first);
+    CHECK_FALSE(r.body_of("doc").has_value());
+}
+
+TEST_CASE("a commit answered with an error after it was applied keeps its object: the key stays readable") {
+    rig r;
+    auto [e0, v0] = r.put("doc", "base", precondition::absent());
+    REQUIRE(!e0);
+    for (auto ec : {error_code(errc::invalid_response), error_code(asio::error::operation_aborted), error_code(errc::timeout)}) {
+        CAPTURE(ec.message());
+        auto [g, cur] = r.get("doc");
+        REQUIRE(cur.found);
+        r.locks.fail_after_applying_next("doc", ec);
+        CHECK(r.put("doc", "applied-" + ec.message(), precondition::matches(cur.found->version)).first == ec);
+        r.sched.run_for(10ms);
+        CHECK(r.body_of("doc") == "applied-" + ec.message());
+    }
+}
+
 TEST_CASE("collection never takes what a commit in flight may name; once it cannot, it goes") {
     rig r;
     commit_t a(r.objects, r.locks, {}, 1), b(r.objects, r.locks, {}, 2);
@@ -322,6 +358,14 @@ TEST_CASE("probe: conditional writes as the lock store honours them; a lock stor
     r.sched.run_for(1s);
     REQUIRE(got.has_value());
     CHECK(*got == errc::capability_missing);
+    // Every write, not only the first.
+    for (int i = 0; i < 2; ++i) {
+        std::optional<error_code> w;
+        blind.async_put("k", "v", precondition::absent(), [&](error_code e, baton::put_result) { w = e; });
+        r.sched.run_for(10ms);
+        REQUIRE(w.has_value());
+        CHECK(*w == errc::capability_missing);
+    }
 }
 
 TEST_CASE("the recipes run unchanged on it: a lease with rising tokens, kv updates applied once") {

@@ -255,7 +255,7 @@ private:
 
         bool needs_probe() {
             std::lock_guard lock(mutex);
-            return params.check_lock_store && !lock_caps;
+            return params.check_lock_store && !(lock_caps && lock_caps->supports_leases());
         }
         // Records the probe; the error that refuses writes when the lock store cannot coordinate.
         error_code probed(capabilities c, diagnostics& d) {
@@ -321,6 +321,12 @@ private:
         out.pointer = std::move(p);
         out.version = std::move(r.found->version);
         return {};
+    }
+
+    // Errors that mean the request was refused before anything was applied.
+    static bool sent_nothing(error_code const& ec) {
+        return ec == errc::invalid_argument || ec == errc::auth_failed || ec == errc::no_credentials ||
+               ec == errc::capability_missing || ec == errc::not_found;
     }
 
     // Completes `self` later (never inline) with `ec` and `r`, through the operation's own handler.
@@ -473,17 +479,40 @@ private:
             if (ec) {
                 put_result out;
                 out.diag = std::move(r.diag);
+                if (step == read_after_refusal) { // refused, yet unsure whether by our own duplicate: keep the object
+                    out.diag.message = "the commit was refused and the pointer could not be read back (" + ec.message() +
+                                       "): " + out.diag.message;
+                    ec = errc::unknown_outcome;
+                }
                 return self.complete(ec, std::move(out));
             }
             if (step == read_after_refusal) {
-                // `absent` was refused: over a tombstone the key is absent all the same.
-                if (seen.pointer && seen.pointer->erased && !recreate) {
+                if (seen.live() && seen.pointer->object == object) {
+                    // Refused because our own commit had landed (a duplicate delivery answered): committed.
+                    st->remember(key, seen.version, object);
+                    if (replaced) st->discard(std::move(*replaced));
+                    put_result out;
+                    out.version = std::move(seen.version);
+                    return self.complete(error_code{}, std::move(out));
+                }
+                st->discard(std::exchange(object, {})); // refused for good: no commit can name it
+                if (pc.which() == precondition::kind::absent && seen.pointer && seen.pointer->erased && !recreate) {
+                    // Absent all the same: over a tombstone, commit on the tombstone's version.
                     recreate = true;
-                    st->discard(std::exchange(object, {}));
                     base = precondition::matches(seen.version);
+                    replaced.reset();
                     return write(self);
                 }
-                st->discard(std::exchange(object, {}));
+                if (pc.which() == precondition::kind::none) {
+                    if (++rounds >= st->params.max_unconditional_rounds) {
+                        put_result out;
+                        out.diag.message = "an unconditional put of " + key + " lost the race " + std::to_string(rounds) + " times";
+                        return self.complete(errc::conflict, std::move(out));
+                    }
+                    base = seen.pointer ? precondition::matches(seen.version) : precondition::absent();
+                    replaced = seen.live() ? std::optional<std::string>(seen.pointer->object) : std::nullopt;
+                    return write(self);
+                }
                 return self.complete(errc::precondition_failed, put_result{});
             }
             // step == read_base (a `none` put): commit on exactly what is there now.
@@ -513,34 +542,23 @@ private:
                 return self.complete(error_code{}, std::move(out));
             }
             if (ec == errc::precondition_failed) {
-                if (pc.which() == precondition::kind::none && ++rounds < st->params.max_unconditional_rounds) {
-                    st->discard(std::exchange(object, {}));
-                    return read(self);
+                // Refused: by another writer's state, or by our own commit that landed before (a
+                // duplicate delivery answered)? The current pointer says; the lock store usually
+                // returns it with the refusal, else read it.
+                step = read_after_refusal;
+                if (r.current) {
+                    get_result g;
+                    g.found = std::move(r.current);
+                    g.found->key = key;
+                    return (*this)(self, error_code{}, std::move(g));
                 }
-                if (pc.which() == precondition::kind::none) {
-                    st->discard(std::exchange(object, {}));
-                    put_result out;
-                    out.diag.message = "an unconditional put of " + key + " lost the race " + std::to_string(rounds) + " times";
-                    return self.complete(errc::conflict, std::move(out));
-                }
-                if (pc.which() == precondition::kind::absent && !recreate) {
-                    // Absent, or erased (a tombstone)? The refusal's current record says, or a read.
-                    if (r.current) {
-                        get_result g;
-                        g.found = std::move(r.current);
-                        step = read_after_refusal;
-                        return (*this)(self, error_code{}, std::move(g));
-                    }
-                    step = read_after_refusal;
-                    std::string k = key;
-                    auto& locks = st->locks;
-                    return locks.async_get(std::move(k), std::move(self));
-                }
-                st->discard(std::exchange(object, {}));
-                return self.complete(errc::precondition_failed, put_result{});
+                std::string k = key;
+                auto& locks = st->locks;
+                return locks.async_get(std::move(k), std::move(self));
             }
-            if (outcome_unknown(ec)) return self.complete(ec, std::move(r)); // the commit may land: keep the object
-            st->discard(std::exchange(object, {}));
+            // Discard the object only when the commit surely never reached the store; any other
+            // error may come after it was applied (a truncated answer, a cancellation after sending).
+            if (sent_nothing(ec)) st->discard(std::exchange(object, {}));
             self.complete(ec, std::move(r));
         }
     };
@@ -551,6 +569,7 @@ private:
         precondition pc;
         enum { start, read_base, commit, read_after_refusal, failed } step = start;
         std::optional<std::string> replaced{};
+        std::string tombstone{}; // the nonce of the tombstone in flight
         unsigned rounds = 0;
 
         template <class Self>
@@ -597,7 +616,8 @@ private:
         void commit_tombstone(Self& self, precondition on) {
             step = commit;
             std::string k = key;
-            std::string p = detail::encode_commit_pointer(detail::commit_pointer{true, {}, 0, {}, st->nonce()});
+            tombstone = st->nonce();
+            std::string p = detail::encode_commit_pointer(detail::commit_pointer{true, {}, 0, {}, tombstone});
             auto& locks = st->locks;
             locks.async_put(std::move(k), std::move(p), std::move(on), std::move(self));
         }
@@ -608,10 +628,28 @@ private:
             if (ec) {
                 erase_result out;
                 out.diag = std::move(r.diag);
+                if (step == read_after_refusal) ec = errc::unknown_outcome; // our own duplicate, or not?
                 return self.complete(ec, std::move(out));
             }
-            if (step == read_after_refusal) // `matches` refused: not_found when there is nothing to erase
-                return self.complete(seen.live() ? errc::precondition_failed : errc::not_found, erase_result{});
+            if (step == read_after_refusal) {
+                if (seen.pointer && seen.pointer->erased && seen.pointer->nonce == tombstone) {
+                    // Refused because our own tombstone had landed (a duplicate delivery answered): erased.
+                    st->forget(key);
+                    if (replaced) st->discard(std::move(*replaced));
+                    return self.complete(error_code{}, erase_result{});
+                }
+                if (pc.which() == precondition::kind::none) {
+                    if (++rounds >= st->params.max_unconditional_rounds) {
+                        erase_result out;
+                        out.diag.message = "an unconditional erase of " + key + " lost the race " + std::to_string(rounds) + " times";
+                        return self.complete(errc::conflict, std::move(out));
+                    }
+                    step = read_base; // decide again on what is there now
+                } else {
+                    // `matches` refused: not_found when there is nothing to erase
+                    return self.complete(seen.live() ? errc::precondition_failed : errc::not_found, erase_result{});
+                }
+            }
             // step == read_base: `none` erases what is there; `absent` holds only when nothing is.
             if (!seen.live()) return self.complete(error_code{}, erase_result{});
             if (pc.which() == precondition::kind::absent) return self.complete(errc::precondition_failed, erase_result{});
@@ -628,28 +666,20 @@ private:
                 if (replaced) st->discard(std::move(*replaced));
                 return self.complete(error_code{}, std::move(out));
             }
-            if (ec == errc::precondition_failed && pc.which() == precondition::kind::none) {
-                if (++rounds < st->params.max_unconditional_rounds) return read(self);
-                out.diag.message = "an unconditional erase of " + key + " lost the race " + std::to_string(rounds) + " times";
-                return self.complete(errc::conflict, std::move(out));
-            }
             if (ec == errc::precondition_failed) {
+                // Refused by another writer's state, or by our own tombstone landed before (a
+                // duplicate delivery answered)? The current pointer says.
+                step = read_after_refusal;
                 if (r.current) {
-                    read_pointer seen;
                     get_result g;
                     g.found = std::move(r.current);
-                    if (auto dec = decode(g, seen)) {
-                        out.diag = std::move(g.diag);
-                        return self.complete(dec, std::move(out));
-                    }
-                    return self.complete(seen.live() ? errc::precondition_failed : errc::not_found, std::move(out));
+                    g.found->key = key;
+                    return (*this)(self, error_code{}, std::move(g));
                 }
-                step = read_after_refusal;
                 std::string k = key;
                 auto& locks = st->locks;
                 return locks.async_get(std::move(k), std::move(self));
             }
-            if (ec == errc::not_found) return self.complete(ec, std::move(out)); // no pointer at all
             self.complete(ec, std::move(out));
         }
     };
@@ -681,7 +711,7 @@ private:
         template <class Self>
         void operator()(Self& self, error_code ec, get_result r) {
             read_pointer seen;
-            if (!ec) ec = decode(r, seen);
+            if (!ec && decode(r, seen) == errc::foreign_record) seen = read_pointer{}; // not ours: left out
             if (ec) {
                 list_page bad;
                 bad.diag = std::move(r.diag);
@@ -780,7 +810,6 @@ private:
         std::string from{};
         std::string to{};
         precondition pc;
-        bool read_done = false;
 
         template <class Self>
         void operator()(Self& self) {
@@ -835,7 +864,7 @@ private:
                 return self.complete(ec, std::move(out));
             }
             names = std::move(r.entries);
-            truncated = r.truncated;
+            truncated = r.truncated && !names.empty(); // an empty page cannot be continued
             next = 0;
             if (!names.empty()) after = names.back().key;
             examine_next(self);
@@ -861,7 +890,12 @@ private:
         void operator()(Self& self, error_code ec, get_result r) {
             read_pointer seen;
             if (!ec) ec = decode(r, seen);
-            if (ec == errc::foreign_record) ec = {}; // not our key after all: keep the object
+            // Not our key after all (a foreign record, or a name the lock store cannot take): keep it.
+            if (ec == errc::foreign_record || ec == errc::invalid_argument) {
+                ++out.kept;
+                ++next;
+                return examine_next(self);
+            }
             if (ec) {
                 out.diag = std::move(r.diag);
                 return self.complete(ec, std::move(out));

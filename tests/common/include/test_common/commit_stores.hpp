@@ -66,6 +66,22 @@ public:
     void hold_next(std::string prefix, int n = 1) {
         sh_->hold_prefix = std::move(prefix);
         sh_->hold_count = n;
+        sh_->mode = mode_kind::hold;
+    }
+    /// The next write whose key starts with `prefix` is applied, then delivered again, and its
+    /// sender hears the answer to the second delivery (a proxy or a retrying layer resent it).
+    void duplicate_next(std::string prefix) {
+        sh_->hold_prefix = std::move(prefix);
+        sh_->hold_count = 1;
+        sh_->mode = mode_kind::duplicate;
+    }
+    /// The next write whose key starts with `prefix` is applied, and its sender hears `ec`
+    /// (an answer cut short after the store applied it).
+    void fail_after_applying_next(std::string prefix, baton::error_code ec) {
+        sh_->hold_prefix = std::move(prefix);
+        sh_->hold_count = 1;
+        sh_->mode = mode_kind::applied_then_error;
+        sh_->error = ec;
     }
     /// Writes held back and not landed yet.
     std::size_t held() const { return sh_->held.size(); }
@@ -88,6 +104,14 @@ public:
         return boost::asio::async_initiate<Token, void(baton::error_code, baton::put_result)>(
             [this](auto h, std::string key, std::string body, baton::precondition pc) {
                 if (!take(key)) return inner_.async_put(std::move(key), std::move(body), std::move(pc), std::move(h));
+                if (sh_->mode == mode_kind::duplicate) {
+                    inner_.async_put(key, body, pc, [](baton::error_code, baton::put_result) {});
+                    return inner_.async_put(std::move(key), std::move(body), std::move(pc), std::move(h));
+                }
+                if (sh_->mode == mode_kind::applied_then_error) {
+                    inner_.async_put(std::move(key), std::move(body), std::move(pc), [](baton::error_code, baton::put_result) {});
+                    return baton::detail::post_completion(inner_.get_executor(), std::move(h), sh_->error, baton::put_result{});
+                }
                 sh_->held.push_back(held_write{false, std::move(key), std::move(body), std::move(pc)});
                 baton::put_result r;
                 r.diag.message = "held back by the test";
@@ -100,6 +124,11 @@ public:
         return boost::asio::async_initiate<Token, void(baton::error_code, baton::erase_result)>(
             [this](auto h, std::string key, baton::precondition pc) {
                 if (!take(key)) return inner_.async_erase(std::move(key), std::move(pc), std::move(h));
+                if (sh_->mode != mode_kind::hold) {
+                    inner_.async_erase(key, pc, [](baton::error_code, baton::erase_result) {});
+                    if (sh_->mode == mode_kind::duplicate) return inner_.async_erase(std::move(key), std::move(pc), std::move(h));
+                    return baton::detail::post_completion(inner_.get_executor(), std::move(h), sh_->error, baton::erase_result{});
+                }
                 sh_->held.push_back(held_write{true, std::move(key), {}, std::move(pc)});
                 baton::detail::post_completion(inner_.get_executor(), std::move(h), baton::errc::timeout, baton::erase_result{});
             },
@@ -118,9 +147,12 @@ private:
         std::string key, body;
         baton::precondition pc = baton::precondition::none();
     };
+    enum class mode_kind { hold, duplicate, applied_then_error };
     struct shared {
         std::string hold_prefix;
         int hold_count = 0;
+        mode_kind mode = mode_kind::hold;
+        baton::error_code error;
         std::deque<held_write> held;
     };
     bool take(std::string const& key) {
