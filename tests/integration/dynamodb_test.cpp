@@ -197,6 +197,51 @@ std::string attr(json::object const& item, std::string_view name, std::string_vi
     return std::string(v->get_string().data(), v->get_string().size());
 }
 
+// ---- s3rver, for the commit protocol's object store ---------------------------------------
+
+std::optional<server_env> s3rver_env() {
+    char const* e = std::getenv("BATON_S3RVER_ENDPOINT");
+    if (e == nullptr || *e == '\0') return std::nullopt;
+    auto get = [](char const* n, char const* d) -> std::string {
+        char const* v = std::getenv(n);
+        return v && *v ? v : d;
+    };
+    return server_env{e, get("BATON_S3RVER_ACCESS_KEY", "S3RVER"), get("BATON_S3RVER_SECRET_KEY", "S3RVER"),
+                      get("BATON_S3RVER_REGION", "us-east-1")};
+}
+
+#define REQUIRE_S3RVER(var)                                                                                   \
+    auto var##_opt = s3rver_env();                                                                            \
+    if (!var##_opt) {                                                                                         \
+        MESSAGE("skipped: BATON_S3RVER_ENDPOINT is not set (run under tests/servers/with-servers.sh s3rver)"); \
+        return;                                                                                               \
+    }                                                                                                         \
+    server_env const& var = *var##_opt
+
+// A bucket of its own per run (created on first use), and a prefix per test.
+baton::s3_backend_params s3rver_params(server_env const& e, std::string prefix) {
+    static std::string bucket;
+    baton::s3_backend_params p;
+    p.endpoint = e.endpoint;
+    p.region = e.region;
+    p.credentials.access_key_id = e.access_key;
+    p.credentials.secret_access_key = e.secret_key;
+    p.http.attempt_timeout = 5s;
+    if (bucket.empty()) {
+        std::string name = unique_name("commit");
+        p.bucket = name;
+        asio::io_context ioc;
+        baton::s3_backend b(ioc.get_executor(), p);
+        auto [ec, diag] = await<baton::diagnostics>(ioc, [&](auto h) { b.async_create_bucket(std::move(h)); });
+        INFO(diag.to_string());
+        REQUIRE(!ec);
+        bucket = name;
+    }
+    p.bucket = bucket;
+    p.key_prefix = std::move(prefix);
+    return p;
+}
+
 baton::lease_options lease_opts(std::string key, std::string owner, std::chrono::milliseconds ttl = 1000ms) {
     baton::lease_options o;
     o.key = std::move(key);
@@ -730,6 +775,116 @@ TEST_CASE("kv on dynalite: 200 concurrent updates of one key each applied once; 
     auto make = [&](asio::io_context::executor_type ex) { return baton::dynamodb_backend(ex, params_for(env, f.table)); };
     test_common::check_erase_and_recreate<baton::dynamodb_backend>(make, "kv/");
     test_common::check_concurrent_updates_apply_once<baton::dynamodb_backend>(make, "counter", 8, 200);
+}
+
+// ---- the commit protocol: objects in s3rver (which ignores preconditions), commits in dynalite ----
+
+TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and erase, copy, collect, tampering") {
+    REQUIRE_DYNAMODB(env);
+    REQUIRE_S3RVER(s3);
+    table_fixture f(env, "commit");
+    auto const s3p = s3rver_params(s3, "commit-" + unique_name("p") + "/");
+    baton::s3_dynamodb_commit store(baton::s3_backend(f.ioc.get_executor(), s3p), f.backend);
+
+    // s3rver alone is refused for conditional writes; the composition passes its probe.
+    baton::s3_backend plain(f.ioc.get_executor(), s3p);
+    auto [pec, pcaps] = await<baton::capabilities>(f.ioc, [&](auto h) { plain.async_probe(std::move(h)); });
+    CHECK_FALSE(pcaps.supports_leases());
+    auto [cec, caps] = await<baton::capabilities>(f.ioc, [&](auto h) { store.async_probe(std::move(h)); });
+    INFO(caps.diag.to_string());
+    REQUIRE(!cec);
+    CHECK(caps.supports_leases());
+    CHECK(caps.conditional_erase);
+
+    auto put = [&](std::string key, std::string body, precondition pc) {
+        return await<baton::put_result>(f.ioc, [&](auto h) { store.async_put(key, body, pc, std::move(h)); });
+    };
+    auto get = [&](std::string key) {
+        return await<baton::get_result>(f.ioc, [&](auto h) { store.async_get(key, std::move(h)); });
+    };
+    auto erase = [&](std::string key, precondition pc) {
+        return await<baton::erase_result>(f.ioc, [&](auto h) { store.async_erase(key, pc, std::move(h)); });
+    };
+    std::string const bytes("binary\0\xff\x01 body", 17);
+    auto [e1, p1] = put("_log/00000.json", bytes, precondition::absent());
+    INFO(p1.diag.to_string());
+    REQUIRE(!e1);
+    CHECK(put("_log/00000.json", "second writer", precondition::absent()).first == errc::precondition_failed);
+    auto [g1e, g1] = get("_log/00000.json");
+    REQUIRE(!g1e);
+    REQUIRE(g1.found);
+    CHECK(g1.found->body == bytes);
+    CHECK(g1.found->version == p1.version);
+    auto [e2, p2] = put("_log/00000.json", "replaced", precondition::matches(p1.version));
+    REQUIRE(!e2);
+    CHECK(put("_log/00000.json", "stale", precondition::matches(p1.version)).first == errc::precondition_failed);
+    CHECK(erase("_log/00000.json", precondition::matches(p1.version)).first == errc::precondition_failed);
+    REQUIRE(!erase("_log/00000.json", precondition::matches(p2.version)).first);
+    CHECK_FALSE(get("_log/00000.json").second.found);
+    auto [e3, p3] = put("_log/00000.json", "re-created", precondition::absent());
+    REQUIRE(!e3);
+    auto [ce, cp] = await<baton::put_result>(f.ioc, [&](auto h) {
+        store.async_copy("_log/00000.json", "_log/00001.json", precondition::absent(), std::move(h));
+    });
+    REQUIRE(!ce);
+    CHECK(get("_log/00001.json").second.found->body == "re-created");
+    auto [le, page] = await<baton::list_page>(f.ioc, [&](auto h) { store.async_list("_log/", "", 10, std::move(h)); });
+    REQUIRE(!le);
+    REQUIRE(page.entries.size() == 2);
+    CHECK(page.entries[1].key == "_log/00001.json");
+
+    // Garbage: an object whose commit lost, left by a writer through a fresh handle; collected.
+    baton::s3_dynamodb_commit other(baton::s3_backend(f.ioc.get_executor(), s3p), f.backend);
+    CHECK(await<baton::put_result>(f.ioc, [&](auto h) { other.async_put("_log/00001.json", "late", precondition::absent(), std::move(h)); }).first ==
+          errc::precondition_failed);
+    run_for(f.ioc, 300ms);
+    auto [ge, gc] = await<baton::collect_result>(f.ioc, [&](auto h) { store.async_collect("", std::move(h)); });
+    INFO(gc.diag.to_string());
+    REQUIRE(!ge);
+    CHECK(gc.kept == 2); // the two committed objects
+    auto [le2, objects] = await<baton::list_page>(f.ioc, [&](auto h) { plain.async_list("_baton/", "", 100, std::move(h)); });
+    REQUIRE(!le2);
+    CHECK(objects.entries.size() == 2);
+
+    // A plain writer that overwrites a committed object behind baton's back is caught on read.
+    REQUIRE(!objects.entries.empty());
+    REQUIRE(!await<baton::put_result>(f.ioc, [&](auto h) { plain.async_put(objects.entries[0].key, "tampered", precondition::none(), std::move(h)); }).first);
+    auto [te, tg] = await<baton::get_result>(f.ioc, [&](auto h) { store.async_get("_log/00000.json", std::move(h)); });
+    auto [te2, tg2] = await<baton::get_result>(f.ioc, [&](auto h) { store.async_get("_log/00001.json", std::move(h)); });
+    CHECK((te == errc::invalid_response) != (te2 == errc::invalid_response)); // exactly the tampered one
+}
+
+TEST_CASE("commit protocol on s3rver + dynalite: leases, kv and fenced writes run unchanged") {
+    REQUIRE_DYNAMODB(env);
+    REQUIRE_S3RVER(s3);
+    table_fixture f(env, "commitr");
+    auto const s3p = s3rver_params(s3, "recipes-" + unique_name("p") + "/");
+    auto make = [&](asio::io_context::executor_type ex) {
+        return baton::s3_dynamodb_commit(baton::s3_backend(ex, s3p), baton::dynamodb_backend(ex, params_for(env, f.table)));
+    };
+    {
+        constexpr auto ttl = 3000ms;
+        auto store = make(f.ioc.get_executor());
+        baton::s3_dynamodb_lease a(f.ioc.get_executor(), store, lease_opts("jobs/nightly", "a", ttl));
+        baton::s3_dynamodb_lease b(f.ioc.get_executor(), make(f.ioc.get_executor()), lease_opts("jobs/nightly", "b", ttl));
+        auto [ec1, g1] = await<baton::lease_grant>(f.ioc, [&](auto h) { a.async_acquire(baton::acquire_options{}, std::move(h)); });
+        REQUIRE(!ec1);
+        CHECK(g1.fencing_token == 1);
+        std::optional<std::pair<error_code, baton::lease_grant>> got_b;
+        b.async_acquire(baton::acquire_options{}, [&](error_code ec, baton::lease_grant g) { got_b.emplace(ec, g); });
+        run_for(f.ioc, ttl); // a renews through its deadline; b waits
+        CHECK(a.is_held());
+        CHECK_FALSE(got_b.has_value());
+        REQUIRE(!await_void(f.ioc, [&](auto h) { a.async_release(std::move(h)); }));
+        REQUIRE(run_until(f.ioc, [&] { return got_b.has_value(); }, 20s));
+        REQUIRE(!got_b->first);
+        CHECK(got_b->second.fencing_token == 2);
+        CHECK_FALSE(got_b->second.took_over);
+        REQUIRE(!await_void(f.ioc, [&](auto h) { b.async_release(std::move(h)); }));
+    }
+    test_common::check_erase_and_recreate<baton::s3_dynamodb_commit>(make, "kv/");
+    test_common::check_concurrent_updates_apply_once<baton::s3_dynamodb_commit>(make, "counter", 4, 40);
+    test_common::check_paused_holder_is_fenced<baton::s3_dynamodb_commit>(make, "shard/7", 3000ms);
 }
 
 } // TEST_SUITE

@@ -31,8 +31,14 @@
       bytes are the same as those the writer sent first (retries resend them), and no pointer
       names that object unless that writer's own commit landed.
     - A late commit is a conditional write of the lock store, decided atomically when it lands.
-      So the composed store is exactly as linearizable as the lock store. The history of a key
-      is the chain of pointer versions.
+      So conditional writes of the composed store are exactly as linearizable as the lock
+      store's; the history of a key is the chain of pointer versions. (As for every record
+      store, a verdict that writes nothing, such as an erase of an absent key or a refusal, is
+      decided from a read, and is as fresh as the lock store's reads.)
+    - A refusal is checked against the current pointer before anything is deleted: when it
+      names this writer's own object (a duplicate delivery of a commit that had landed was
+      answered), the put succeeded. Any error that may come after the commit was applied (a
+      timeout, a cut answer, a cancellation) keeps the object.
     - A writer frozen at any step, or crashed at any step, leaves the key either committed or
       not, never half:
       - before its commit lands, nothing points to its object;
@@ -55,8 +61,12 @@
       one pointer version);
     - once the key's pointer exists and is at another version, that commit can never land,
       because pointers are never deleted and a lock store never repeats a version.
-    No grace period is needed and no clock is read. Lifecycle rules on the object store must not
-    expire committed objects, because nothing can tell them from garbage by age.
+    No grace period is needed and no clock is read. Two conditions: the lock store's reads are
+    linearizable (DynamoDB's consistent GetItem, the file and memory stores; a lagging replica
+    could show a pointer from before the commit that names the object), and one object prefix
+    in one bucket is used with one lock store only (another table's pointers say nothing about
+    these objects). Lifecycle rules on the object store must not expire committed objects,
+    because nothing can tell them from garbage by age.
 
     @par What a plain reader sees
     A program that reads the object store directly, bypassing baton, sees:
@@ -224,7 +234,8 @@ public:
 
     /** Deletes the commit objects under `prefix` (a key prefix) that no pointer can ever name
         again (see the file comment); keeps the rest. Safe to run at any time, from any process,
-        next to any writer. Completion: `void(error_code, collect_result)`.
+        next to any writer, given the two conditions of the file comment (linearizable reads of
+        the lock store; one lock store per object prefix). Completion: `void(error_code, collect_result)`.
     */
     template <class Token = boost::asio::deferred_t>
     auto async_collect(std::string prefix, Token&& token = {}) {
