@@ -11,6 +11,7 @@
 #include <baton/baton.hpp>
 #include <test_common/fixtures.hpp>
 #include <test_common/fenced_scenarios.hpp>
+#include <test_common/commit_scenarios.hpp>
 #include <test_common/kv_scenarios.hpp>
 
 #include <doctest/doctest.h>
@@ -822,6 +823,7 @@ TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and eras
     REQUIRE(!erase("_log/00000.json", precondition::matches(p2.version)).first);
     CHECK_FALSE(get("_log/00000.json").second.found);
     auto [e3, p3] = put("_log/00000.json", "re-created", precondition::absent());
+    INFO(p3.diag.to_string());
     REQUIRE(!e3);
     auto [ce, cp] = await<baton::put_result>(f.ioc, [&](auto h) {
         store.async_copy("_log/00000.json", "_log/00001.json", precondition::absent(), std::move(h));
@@ -885,6 +887,66 @@ TEST_CASE("commit protocol on s3rver + dynalite: leases, kv and fenced writes ru
     test_common::check_erase_and_recreate<baton::s3_dynamodb_commit>(make, "kv/");
     test_common::check_concurrent_updates_apply_once<baton::s3_dynamodb_commit>(make, "counter", 4, 40);
     test_common::check_paused_holder_is_fenced<baton::s3_dynamodb_commit>(make, "shard/7", 3000ms);
+}
+
+TEST_CASE("commit protocol on s3rver + dynalite and s3rver + a file lock store: 32 racers, a Delta-style log") {
+    REQUIRE_DYNAMODB(env);
+    REQUIRE_S3RVER(s3);
+    table_fixture f(env, "commitlog");
+    auto const s3p = s3rver_params(s3, "log-" + unique_name("p") + "/");
+    auto on_dynamodb = [&](asio::io_context::executor_type ex) {
+        return baton::s3_dynamodb_commit(baton::s3_backend(ex, s3p), baton::dynamodb_backend(ex, params_for(env, f.table)));
+    };
+    test_common::check_racers_one_wins<baton::s3_dynamodb_commit>(on_dynamodb, "_delta_log/00000000000000000000.json", 32);
+    test_common::check_log_appends<baton::s3_dynamodb_commit>(on_dynamodb, "table/_delta_log/", 4, 24);
+
+    test_common::temp_dir dir("baton-commit-locks");
+    baton::file_backend_params fp;
+    fp.root = dir.path;
+    auto const s3f = s3rver_params(s3, "file-" + unique_name("p") + "/");
+    auto on_file = [&](asio::io_context::executor_type ex) {
+        return baton::s3_file_commit(baton::s3_backend(ex, s3f), baton::file_backend(ex, fp));
+    };
+    test_common::check_racers_one_wins<baton::s3_file_commit>(on_file, "_delta_log/00000000000000000000.json", 32);
+    test_common::check_log_appends<baton::s3_file_commit>(on_file, "table/_delta_log/", 4, 24);
+    test_common::check_concurrent_updates_apply_once<baton::s3_file_commit>(on_file, "counter", 4, 40);
+}
+
+TEST_CASE("commit protocol: a writer killed between its object and its commit is repaired by the next writer and the collector") {
+    REQUIRE_DYNAMODB(env);
+    REQUIRE_S3RVER(s3);
+    table_fixture f(env, "commitkill");
+    auto const s3p = s3rver_params(s3, "kill-" + unique_name("p") + "/");
+    baton::s3_backend plain(f.ioc.get_executor(), s3p);
+    auto objects = [&] {
+        auto [ec, page] = await<baton::list_page>(f.ioc, [&](auto h) { plain.async_list("_baton/", "", 100, std::move(h)); });
+        REQUIRE(!ec);
+        return page.entries.size();
+    };
+    {
+        // The writer runs until its object is in the store, then its process dies: its io_context
+        // and everything in flight are destroyed (the commit may or may not have been sent).
+        asio::io_context dying;
+        baton::s3_dynamodb_commit a(baton::s3_backend(dying.get_executor(), s3p),
+                                    baton::dynamodb_backend(dying.get_executor(), params_for(env, f.table)));
+        a.async_put("_log/00000.json", "from the writer that died", precondition::absent(), [](error_code, baton::put_result) {});
+        auto const end = clock_type::now() + 10s;
+        while (objects() == 0 && clock_type::now() < end) dying.run_one_for(2ms);
+        REQUIRE(objects() == 1);
+    }
+    baton::s3_dynamodb_commit b(baton::s3_backend(f.ioc.get_executor(), s3p), f.backend);
+    auto [ec, r] = await<baton::put_result>(f.ioc, [&](auto h) { b.async_put("_log/00000.json", "from the next writer", precondition::absent(), std::move(h)); });
+    CHECK((!ec || ec == errc::precondition_failed));
+    auto [gec, got] = await<baton::get_result>(f.ioc, [&](auto h) { b.async_get("_log/00000.json", std::move(h)); });
+    REQUIRE(!gec);
+    REQUIRE(got.found); // committed by one of them, whole
+    CHECK(got.found->body == (ec ? "from the writer that died" : "from the next writer"));
+    MESSAGE("the dead writer's commit " << std::string(ec ? "had landed" : "had not landed") << "; the key holds " << got.found->body);
+    auto [cec, c] = await<baton::collect_result>(f.ioc, [&](auto h) { b.async_collect("", std::move(h)); });
+    REQUIRE(!cec);
+    CHECK(c.kept == 1);
+    CHECK(objects() == 1); // the dead writer's object, if it lost, is gone
+    CHECK(got.found->body == await<baton::get_result>(f.ioc, [&](auto h) { b.async_get("_log/00000.json", std::move(h)); }).second.found->body);
 }
 
 } // TEST_SUITE

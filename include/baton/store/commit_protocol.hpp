@@ -506,14 +506,17 @@ private:
                     out.version = std::move(seen.version);
                     return self.complete(error_code{}, std::move(out));
                 }
-                st->discard(std::exchange(object, {})); // refused for good: no commit can name it
                 if (pc.which() == precondition::kind::absent && seen.pointer && seen.pointer->erased && !recreate) {
-                    // Absent all the same: over a tombstone, commit on the tombstone's version.
+                    // Absent all the same: over a tombstone, commit on the tombstone's version. The
+                    // first object is deleted once the second is written: an object store that keeps
+                    // folders (s3rver) removes an emptied one, racing a write into it.
                     recreate = true;
+                    replaced = std::exchange(object, {});
                     base = precondition::matches(seen.version);
-                    replaced.reset();
                     return write(self);
                 }
+                st->discard(std::exchange(object, {})); // refused for good: no commit can name it
+                if (recreate && replaced) st->discard(std::move(*replaced));
                 if (pc.which() == precondition::kind::none) {
                     if (++rounds >= st->params.max_unconditional_rounds) {
                         put_result out;
@@ -578,7 +581,7 @@ private:
         std::shared_ptr<state> st;
         std::string key{};
         precondition pc;
-        enum { start, read_base, commit, read_after_refusal, failed } step = start;
+        enum { start, read_base, commit, read_after_refusal, discarding, failed } step = start;
         std::optional<std::string> replaced{};
         std::string tombstone{}; // the nonce of the tombstone in flight
         unsigned rounds = 0;
@@ -620,8 +623,21 @@ private:
             locks.async_get(std::move(k), std::move(self));
         }
         template <class Self>
-        void operator()(Self& self, error_code ec, erase_result r) { // step == failed
-            self.complete(ec, std::move(r));
+        void operator()(Self& self, error_code ec, erase_result r) {
+            if (step == discarding) return self.complete(error_code{}, erase_result{}); // garbage either way
+            self.complete(ec, std::move(r)); // step == failed
+        }
+        // The tombstone is committed. The erased object is deleted before completing: the key's
+        // folder may empty, and an object store that keeps folders (s3rver) must not see the
+        // caller's next write into it race that removal.
+        template <class Self>
+        void erased(Self& self) {
+            st->forget(key);
+            if (!replaced) return self.complete(error_code{}, erase_result{});
+            step = discarding;
+            std::string o = std::move(*replaced);
+            auto& objects = st->objects;
+            objects.async_erase(std::move(o), precondition::none(), std::move(self));
         }
         template <class Self>
         void commit_tombstone(Self& self, precondition on) {
@@ -645,9 +661,7 @@ private:
             if (step == read_after_refusal) {
                 if (seen.pointer && seen.pointer->erased && seen.pointer->nonce == tombstone) {
                     // Refused because our own tombstone had landed (a duplicate delivery answered): erased.
-                    st->forget(key);
-                    if (replaced) st->discard(std::move(*replaced));
-                    return self.complete(error_code{}, erase_result{});
+                    return erased(self);
                 }
                 if (pc.which() == precondition::kind::none) {
                     if (++rounds >= st->params.max_unconditional_rounds) {
@@ -672,11 +686,7 @@ private:
             erase_result out;
             out.diag = std::move(r.diag);
             if (step == failed) return self.complete(ec, std::move(out));
-            if (!ec) {
-                st->forget(key);
-                if (replaced) st->discard(std::move(*replaced));
-                return self.complete(error_code{}, std::move(out));
-            }
+            if (!ec) return erased(self);
             if (ec == errc::precondition_failed) {
                 // Refused by another writer's state, or by our own tombstone landed before (a
                 // duplicate delivery answered)? The current pointer says.
