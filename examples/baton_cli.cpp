@@ -7,7 +7,9 @@
 //
 // Stores are URLs: file:///dir (the embedded default: a local directory),
 // s3://bucket[/prefix] and dynamodb://table (endpoint, region and credentials
-// from --endpoint/--region and the usual AWS_* environment variables).
+// from --endpoint/--region and the usual AWS_* environment variables), and
+// s3://bucket[/prefix]?lock=dynamodb://table (or ?lock=file:///dir) for an S3
+// store that ignores preconditions: objects in S3, commits in the lock store.
 // The command gets BATON_FENCING_TOKEN and BATON_LEASE_KEY, is terminated when
 // the lease is lost (at the renew deadline, before the lease could expire),
 // and baton exits with its status; 75 (EX_TEMPFAIL) when the lease could not
@@ -74,7 +76,9 @@ char const* const usage_main =
     "  probe    show what a store honours (conditional writes)\n"
     "  kv       get, put, erase and list versioned values (get|put|rm|list)\n"
     "\n"
-    "stores are URLs: file:///path/to/dir, s3://bucket[/prefix], dynamodb://table\n"
+    "stores are URLs: file:///path/to/dir, s3://bucket[/prefix], dynamodb://table,\n"
+    "  s3://bucket[/prefix]?lock=dynamodb://table (an S3 store without conditional writes,\n"
+    "  coordinated through a DynamoDB table; ?lock=file:///dir on one host)\n"
     "run 'baton <command> --help' for the options of each.\n";
 
 char const* const usage_run =
@@ -194,6 +198,8 @@ char const* const usage_aws =
     "  --path-style       s3://: address the bucket as host/bucket/key (default for\n"
     "                     custom endpoints and bucket names with a dot)\n"
     "  --virtual-hosted   s3://: address the bucket as bucket.host/key (default on AWS)\n"
+    "  s3://...?lock=dynamodb://TABLE: --endpoint names S3's endpoint; the table's comes from\n"
+    "                     AWS_ENDPOINT_URL_DYNAMODB, then AWS_ENDPOINT_URL (else AWS in the region)\n"
     "  credentials: the AWS SDKs' default chain: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
     "               AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE,\n"
     "               AWS_ROLE_ARN); profiles (AWS_PROFILE, ~/.aws/credentials, ~/.aws/config);\n"
@@ -233,12 +239,13 @@ struct store_url {
     std::string scheme; // file, s3, dynamodb
     std::string path;   // file: the directory; dynamodb: the table; s3: the bucket
     std::string prefix; // s3: the key prefix, empty or ending in '/'
+    std::string lock;   // s3 with ?lock=URL: the lock store of the commit protocol (dynamodb:// or file://)
 };
 
 store_url parse_store(std::string const& url) {
     auto const sep = url.find("://");
     if (sep == std::string::npos) die(exit_usage, "--store '" + url + "' is not a URL (expected file:///dir)");
-    store_url u{url, url.substr(0, sep), url.substr(sep + 3), {}};
+    store_url u{url, url.substr(0, sep), url.substr(sep + 3), {}, {}};
     if (u.scheme == "file") {
         // file:///abs/dir, or file://localhost/abs/dir
         if (u.path.rfind("localhost/", 0) == 0) u.path = u.path.substr(9);
@@ -252,6 +259,19 @@ store_url parse_store(std::string const& url) {
         return u;
     }
     if (u.scheme == "s3") {
+        // s3://bucket[/prefix][?lock=dynamodb://TABLE|file:///DIR]: with a lock store, the
+        // objects live in S3 and the commits in the lock store (the commit protocol), for S3
+        // stores that ignore preconditions.
+        if (auto const q = u.path.find('?'); q != std::string::npos) {
+            std::string const query = u.path.substr(q + 1);
+            u.path.resize(q);
+            if (query.rfind("lock=", 0) != 0 || query.size() == 5)
+                die(exit_usage, "--store '" + url + "': the only query is ?lock=dynamodb://TABLE or ?lock=file:///DIR");
+            u.lock = query.substr(5);
+            store_url const lock = parse_store(u.lock);
+            if (lock.scheme != "dynamodb" && lock.scheme != "file")
+                die(exit_usage, "--store '" + url + "': the lock store must be dynamodb://TABLE or file:///DIR");
+        }
         // s3://bucket[/prefix], as the AWS CLI writes them: the prefix is taken literally (no
         // percent-decoding) and names a folder, so s3://b/locks and s3://b/locks/ are the same store.
         auto const slash = u.path.find('/');
@@ -664,6 +684,11 @@ int run_probe(asio::io_context& ioc, Backend& backend, options const& o, store_c
             std::printf("leases: supported\n");
         else
             std::printf("leases: REFUSED: %s; two holders could both believe they hold a lease\n", refusal.c_str());
+        if constexpr (std::is_same_v<Backend, baton::s3_backend>)
+            if (!c.supports_leases())
+                std::printf("hint: coordinate through a lock store that has conditional writes (the commit protocol): "
+                            "--store '%s?lock=dynamodb://TABLE' (or ?lock=file:///DIR on one host)\n",
+                            store.url.c_str());
     });
     ioc.run();
     return code;
@@ -1008,7 +1033,27 @@ int main(int argc, char** argv) {
             if (address) store.location = describe_location(address->endpoint, chosen, p.region);
             store.identity = creds.first.redacted();
             store.addressing = backend.path_style() ? "path-style" : "virtual-hosted";
-            return dispatch<baton::aws::sigv4_signer>(ioc, std::move(backend), o, store);
+            if (url.lock.empty()) return dispatch<baton::aws::sigv4_signer>(ioc, std::move(backend), o, store);
+            store_url const lock = parse_store(url.lock);
+            if (lock.scheme == "file") {
+                baton::file_backend_params fp;
+                fp.root = lock.path;
+                store.addressing += std::string(store.addressing.empty() ? "" : ", ") + "commits in directory '" + lock.path + "'";
+                return dispatch<baton::aws::sigv4_signer>(
+                    ioc, baton::s3_file_commit(std::move(backend), baton::file_backend(ioc.get_executor(), fp)), o, store);
+            }
+            // The lock table's endpoint is resolved like any dynamodb:// store's (--endpoint names S3's).
+            baton::dynamodb_backend_params lp;
+            lp.table = lock.path;
+            auto lock_endpoint = baton::aws::resolve_endpoint_url("DynamoDB", d);
+            if (!lock_endpoint) die(exit_usage, d.message);
+            if (*lock_endpoint) lp.endpoint = (*lock_endpoint)->url;
+            lp.region = p.region;
+            lp.credentials_provider = creds.provider;
+            store.addressing += std::string(store.addressing.empty() ? "" : ", ") + "commits in table '" + lp.table + "' at " +
+                                baton::http::endpoint::from_url(lp.effective_endpoint()).origin();
+            return dispatch<baton::aws::sigv4_signer>(
+                ioc, baton::s3_dynamodb_commit(std::move(backend), baton::dynamodb_backend(ioc.get_executor(), lp)), o, store);
         }
         if (url.scheme == "dynamodb") {
             auto const chosen = choose_endpoint(o, "DynamoDB");

@@ -13,13 +13,17 @@ Ceph RGW (BATON_S3_*):
   - endpoint precedence: AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL, --endpoint over
     both, AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true ignores them.
 dynalite (BATON_DYNAMODB_*): a missing table is one line, exit 64.
+s3rver + dynalite, the commit protocol (s3://bucket/prefix?lock=dynamodb://table, and
+?lock=file:///dir): `probe` on the bare s3rver URL suggests the composed form; on the
+composed URL it reports leases supported; `run`, `status` and `kv` work through it; a lock
+URL of another kind is a usage error.
 
 Sections whose server variables are missing are skipped (run under
 tests/servers/with-servers.sh rgw dynalite s3rver).
 
 Usage: cli_s3_checks.py BATON_BINARY
 """
-import json, os, subprocess, sys, tempfile, uuid
+import json, os, subprocess, sys, tempfile, time, urllib.request, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from s3_request import create_bucket, s3_request
@@ -131,6 +135,67 @@ def s3rver_checks(work):
     rc, out, err = run(["status", "--store", store, "--key", "jobs/nightly"], env)
     check("s3rver: status still reads (no preconditions needed)",
           rc == 0 and "state:  free" in out, "exit %d, stdout %r, stderr %r" % (rc, out, err))
+
+    rc, out, err = run(["probe", "--store", store], env)
+    check("s3rver: probe suggests the commit protocol's composed store URL",
+          rc == 1 and ("hint: coordinate through a lock store that has conditional writes (the commit protocol): "
+                       "--store '%s?lock=dynamodb://TABLE'" % store) in out, "exit %d\nstdout:\n%s" % (rc, out))
+
+
+def dynamodb_call(endpoint, target, body):
+    # dynalite checks that a signature is present, not that it is right.
+    req = urllib.request.Request(endpoint, data=json.dumps(body).encode(), method="POST", headers={
+        "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810." + target,
+        "X-Amz-Date": "20260101T000000Z",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, "
+                         "SignedHeaders=host, Signature=00"})
+    with urllib.request.urlopen(req, timeout=30) as res:
+        return json.loads(res.read() or b"{}")
+
+
+def commit_checks(work):
+    endpoint, region, ak, sk, bucket, env, s3_url = s3_store("S3RVER")
+    dynamo = os.environ["BATON_DYNAMODB_ENDPOINT"]
+    table = unique("baton-commit-")
+    dynamodb_call(dynamo, "CreateTable", {
+        "TableName": table, "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]})
+    deadline = time.time() + 30
+    while dynamodb_call(dynamo, "DescribeTable", {"TableName": table})["Table"]["TableStatus"] != "ACTIVE":
+        if time.time() > deadline:
+            raise RuntimeError("table %s did not become ACTIVE within 30 s" % table)
+        time.sleep(0.1)
+    env = dict(env, AWS_ENDPOINT_URL_DYNAMODB=dynamo)
+    for kind, lock in (("dynamodb", "dynamodb://" + table), ("file", "file://" + os.path.join(work, "commit-locks"))):
+        store = "%s-%s?lock=%s" % (s3_url, kind, lock)
+        rc, out, err = run(["probe", "--store", store], env)
+        check("commit (%s): probe on the composed store reports leases supported" % kind,
+              rc == 0 and "leases: supported" in out and "check: lock store: " in out
+              and "check: object store: write, read and delete of a scratch object: ok" in out
+              and ("commits in table '%s'" % table if kind == "dynamodb" else "commits in directory") in out,
+              "exit %d\nstdout:\n%s\nstderr:\n%s" % (rc, out, err))
+        marker = os.path.join(work, "commit-ran-" + kind)
+        rc, out, err = run(["run", "--store", store, "--key", "jobs/nightly", "--no-wait", "--",
+                            "sh", "-c", 'echo "$BATON_FENCING_TOKEN" > ' + marker], env)
+        token = open(marker).read().strip() if os.path.exists(marker) else None
+        check("commit (%s): run holds the lease and runs the command with token 1" % kind,
+              rc == 0 and token == "1", "exit %d, token %r, stderr %r" % (rc, token, err))
+        rc, out, err = run(["status", "--store", store, "--key", "jobs/nightly", "--json"], env)
+        doc = json_document(out)
+        check("commit (%s): status reads the released lease and its token through the protocol" % kind,
+              rc == 0 and doc is not None and doc.get("state") == "released" and doc.get("token") == 1,
+              "exit %d, stdout %r, stderr %r" % (rc, out, err))
+        rc1, out1, err1 = run(["kv", "put", "--store", store, "_log/00000.json", "--value", "first", "--if-absent"], env)
+        rc2, out2, err2 = run(["kv", "put", "--store", store, "_log/00000.json", "--value", "second", "--if-absent"], env)
+        rc3, out3, err3 = run(["kv", "get", "--store", store, "_log/00000.json", "--json"], env)
+        doc = json_document(out3)
+        check("commit (%s): kv put --if-absent wins once; the second is refused; get returns the first" % kind,
+              rc1 == 0 and rc2 != 0 and rc3 == 0 and doc is not None and doc.get("value") == "first",
+              "exits %d %d %d\n%s\n%s\n%s\n%s" % (rc1, rc2, rc3, err1, err2, out3, err3))
+    expect_refusal("commit: a lock store of another kind is a usage error, exit 64",
+                   ["probe", "--store", s3_url + "?lock=s3://other"], env,
+                   "the lock store must be dynamodb://TABLE or file:///DIR")
 
 
 def rgw_checks(work):
@@ -322,6 +387,11 @@ def main():
             ran.append(name)
         else:
             print("skipped %s: %s is not set" % (name, var))
+    if os.environ.get("BATON_S3RVER_ENDPOINT") and os.environ.get("BATON_DYNAMODB_ENDPOINT"):
+        commit_checks(work)
+        ran.append("s3rver + dynalite (commit protocol)")
+    else:
+        print("skipped the commit protocol: it needs s3rver and dynalite")
     if not ran:
         print("skipped: no server variables (run under tests/servers/with-servers.sh rgw dynalite s3rver)")
         return
