@@ -25,11 +25,16 @@
 //       can cost; (update) N sequential kv updates from one client; (contended) N updates of
 //       one key by K clients, each updating in a loop (exact final count checked); (fenced) requests
 //       per fenced write: a new holder's first write, then its next ones.
+//   store_bench commit       [--n 300]
+//       The commit protocol's put-if-absent (a Delta-style log entry) and read, N of each in
+//       sequence, in one run: native conditional PUT on RGW; objects in s3rver (which ignores
+//       preconditions) with commits in dynalite; objects in RGW with commits in dynalite (the
+//       same object store as native, so the ratio is the protocol's cost). Requests counted.
 //   store_bench http-local   [--n 20000] [--client baton|beast-sync]
 //       The same against a trivial in-process Beast server on another thread (client overhead).
 //
 // Servers come from the environment that tests/servers/with-servers.sh exports
-// (BATON_DYNAMODB_*, BATON_S3_*). Every loop is bounded in count and time.
+// (BATON_DYNAMODB_*, BATON_S3_*, BATON_S3RVER_*). Every loop is bounded in count and time.
 
 #include <baton/baton.hpp>
 
@@ -1099,9 +1104,137 @@ int cmd_kv(args const& a) {
     die("--store must be ddb or s3");
 }
 
+// ---- the commit protocol: put-if-absent and reads, composed and native -------------------
+
+// Any record store, with every request it sends counted (the protocol's own cleanups included).
+template <class B>
+class counted {
+public:
+    using executor_type = typename B::executor_type;
+    counted(B b, std::shared_ptr<std::uint64_t> n) : b_(std::move(b)), n_(std::move(n)) {}
+    executor_type get_executor() const { return b_.get_executor(); }
+    template <class T> auto async_get(std::string k, T&& t) { ++*n_; return b_.async_get(std::move(k), std::forward<T>(t)); }
+    template <class T> auto async_put(std::string k, std::string v, baton::precondition pc, T&& t) {
+        ++*n_;
+        return b_.async_put(std::move(k), std::move(v), std::move(pc), std::forward<T>(t));
+    }
+    template <class T> auto async_erase(std::string k, baton::precondition pc, T&& t) {
+        ++*n_;
+        return b_.async_erase(std::move(k), std::move(pc), std::forward<T>(t));
+    }
+    template <class T> auto async_list(std::string p, std::string a, std::size_t l, T&& t) {
+        ++*n_;
+        return b_.async_list(std::move(p), std::move(a), l, std::forward<T>(t));
+    }
+    template <class T> auto async_probe(T&& t) { return b_.async_probe(std::forward<T>(t)); }
+
+private:
+    B b_;
+    std::shared_ptr<std::uint64_t> n_;
+};
+
+struct commit_figure {
+    double commits_per_s = 0, requests_per_commit = 0, gets_per_s = 0, requests_per_get = 0;
+};
+
+// n put-if-absent of fresh keys, one after another, then n reads of them; requests counted by `sent`.
+template <class Store>
+commit_figure run_commits(asio::io_context& ioc, Store& store, std::uint64_t const& sent, int n, std::string const& prefix) {
+    commit_figure f;
+    std::uint64_t const before_puts = sent;
+    auto const t0 = clock_type::now();
+    for (int i = 0; i < n; ++i) {
+        bool done = false;
+        store.async_put(prefix + std::to_string(i) + ".json", "{\"entry\":" + std::to_string(i) + "}", baton::precondition::absent(),
+                        [&](error_code ec, baton::put_result r) {
+                            if (ec) die("put-if-absent: " + ec.message() + " " + r.diag.to_string());
+                            done = true;
+                        });
+        if (!run_until(ioc, [&] { return done; }, 30s)) die("put-if-absent timed out");
+    }
+    double const put_ms = ms_since(t0);
+    run_until(ioc, [] { return false; }, 200ms); // cleanups in flight land before the reads are counted
+    f.commits_per_s = n / (put_ms / 1000.0);
+    f.requests_per_commit = double(sent - before_puts) / n;
+    std::uint64_t const before_gets = sent;
+    auto const t1 = clock_type::now();
+    for (int i = 0; i < n; ++i) {
+        bool done = false;
+        store.async_get(prefix + std::to_string(i) + ".json", [&](error_code ec, baton::get_result r) {
+            if (ec || !r.found) die("get: " + ec.message() + " " + r.diag.to_string());
+            done = true;
+        });
+        if (!run_until(ioc, [&] { return done; }, 30s)) die("get timed out");
+    }
+    f.gets_per_s = n / (ms_since(t1) / 1000.0);
+    f.requests_per_get = double(sent - before_gets) / n;
+    return f;
+}
+
+int cmd_commit(args const& a) {
+    int const n = static_cast<int>(a.num("n", 300));
+    asio::io_context ioc(1);
+    ensure_table();
+    auto make_bucket = [&](baton::s3_backend_params const& p) {
+        baton::s3_backend b(ioc.get_executor(), p);
+        std::optional<error_code> done;
+        b.async_create_bucket([&](error_code ec, baton::diagnostics) { done = ec; });
+        if (!run_until(ioc, [&] { return done.has_value(); }, 30s)) die("CreateBucket did not complete in 30 s");
+    };
+    std::string const prefix = "_delta_log/" + random_suffix() + "/";
+    // Native: RGW's own conditional PUT (probed first, as a lease would).
+    baton::s3_backend_params const rgw = s3_params(a);
+    make_bucket(rgw);
+    auto native_sent = std::make_shared<std::uint64_t>(0);
+    counted<baton::s3_backend> native(baton::s3_backend(ioc.get_executor(), rgw), native_sent);
+    {
+        std::optional<error_code> done;
+        native.async_probe([&](error_code ec, baton::capabilities) { done = ec; });
+        if (!run_until(ioc, [&] { return done.has_value(); }, 30s) || *done) die("RGW probe failed");
+    }
+    auto const nat = run_commits(ioc, native, *native_sent, n, prefix);
+    // Composed: objects in s3rver (no preconditions), commits in dynalite; and objects in RGW, commits in dynalite.
+    baton::s3_backend_params s3rver;
+    s3rver.endpoint = need_env("BATON_S3RVER_ENDPOINT");
+    s3rver.region = "us-east-1";
+    s3rver.credentials.access_key_id = "S3RVER";
+    s3rver.credentials.secret_access_key = "S3RVER";
+    s3rver.bucket = a.str("bucket", "baton-bench");
+    make_bucket(s3rver);
+    using composed = baton::basic_commit_protocol<counted<baton::s3_backend>, counted<baton::dynamodb_backend>>;
+    auto run_composed = [&](baton::s3_backend_params const& objects, std::string const& sub) {
+        auto sent = std::make_shared<std::uint64_t>(0);
+        composed store(counted<baton::s3_backend>(baton::s3_backend(ioc.get_executor(), objects), sent),
+                       counted<baton::dynamodb_backend>(baton::dynamodb_backend(ioc.get_executor(), ddb_params()), sent));
+        std::optional<error_code> done;
+        store.async_probe([&](error_code ec, baton::capabilities) { done = ec; });
+        if (!run_until(ioc, [&] { return done.has_value(); }, 30s) || *done) die("composed probe failed");
+        // The lock store's probe, which the first write would run, is out of the timing too.
+        bool warm = false;
+        store.async_put(prefix + "warm", "x", baton::precondition::none(), [&](error_code ec, baton::put_result r) {
+            if (ec) die("warm-up put: " + r.diag.to_string());
+            warm = true;
+        });
+        if (!run_until(ioc, [&] { return warm; }, 30s)) die("warm-up timed out");
+        return run_commits(ioc, store, *sent, n, prefix + sub);
+    };
+    auto const on_s3rver = run_composed(s3rver, "s3rver/");
+    auto const on_rgw = run_composed(rgw, "rgw/");
+    std::printf("{\"harness\":\"baton_commit\",\"n\":%d,"
+                "\"native_rgw_commits_per_s\":%.1f,\"native_rgw_requests_per_commit\":%.2f,\"native_rgw_gets_per_s\":%.1f,\"native_rgw_requests_per_get\":%.2f,"
+                "\"s3rver_dynalite_commits_per_s\":%.1f,\"s3rver_dynalite_requests_per_commit\":%.2f,\"s3rver_dynalite_gets_per_s\":%.1f,\"s3rver_dynalite_requests_per_get\":%.2f,"
+                "\"rgw_dynalite_commits_per_s\":%.1f,\"rgw_dynalite_requests_per_commit\":%.2f,\"rgw_dynalite_gets_per_s\":%.1f,\"rgw_dynalite_requests_per_get\":%.2f,"
+                "\"rgw_dynalite_vs_native_commits\":%.2f,\"rgw_dynalite_vs_native_gets\":%.2f}\n",
+                n, nat.commits_per_s, nat.requests_per_commit, nat.gets_per_s, nat.requests_per_get, on_s3rver.commits_per_s,
+                on_s3rver.requests_per_commit, on_s3rver.gets_per_s, on_s3rver.requests_per_get, on_rgw.commits_per_s,
+                on_rgw.requests_per_commit, on_rgw.gets_per_s, on_rgw.requests_per_get, on_rgw.commits_per_s / nat.commits_per_s,
+                on_rgw.gets_per_s / nat.gets_per_s);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: store_bench ddb-cycle|ddb-contend|s3-cycle|http-ddb|http-local|kv [--name value]...\n"
+        std::fprintf(stderr, "usage: store_bench ddb-cycle|ddb-contend|s3-cycle|http-ddb|http-local|kv|commit [--name value]...\n"
                              "       (see the comment at the top of bench/store_bench.cpp)\n");
         return 2;
     }
@@ -1115,6 +1248,7 @@ int main(int argc, char** argv) {
         if (cmd == "http-ddb") return cmd_http_ddb(a);
         if (cmd == "http-local") return cmd_http_local(a);
         if (cmd == "kv") return cmd_kv(a);
+        if (cmd == "commit") return cmd_commit(a);
     } catch (std::exception const& e) {
         die(cmd + ": " + e.what());
     }
