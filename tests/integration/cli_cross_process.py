@@ -40,7 +40,7 @@ import concurrent.futures, json, os, shlex, shutil, signal, subprocess, sys, tem
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from s3_request import create_bucket
+from s3_request import create_bucket, dynamodb_call
 
 HOLDERS = 4
 ALL_DONE_WITHIN = 80  # seconds after the resume; a passing round needs about 25
@@ -72,17 +72,6 @@ def skip_without_server(kind):
     if kind == "s3" and not os.environ.get("BATON_S3_ENDPOINT"):
         print("skipped: BATON_S3_ENDPOINT is not set (run under tests/servers/with-servers.sh rgw)")
         sys.exit(0)
-
-
-def dynamodb_call(endpoint, target, body):
-    # dynalite checks that a signature is present, not that it is right.
-    req = urllib.request.Request(endpoint, data=json.dumps(body).encode(), method="POST", headers={
-        "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810." + target,
-        "X-Amz-Date": "20260101T000000Z",
-        "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, "
-                         "SignedHeaders=host, Signature=00"})
-    with urllib.request.urlopen(req, timeout=30) as res:
-        return json.loads(res.read() or b"{}")
 
 
 def dynamodb_store():

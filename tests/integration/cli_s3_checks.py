@@ -26,7 +26,7 @@ Usage: cli_s3_checks.py BATON_BINARY
 import json, os, subprocess, sys, tempfile, time, urllib.request, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from s3_request import create_bucket, s3_request
+from s3_request import create_bucket, dynamodb_call, s3_request
 
 AWS_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
             "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -140,17 +140,6 @@ def s3rver_checks(work):
     check("s3rver: probe suggests the commit protocol's composed store URL",
           rc == 1 and ("hint: coordinate through a lock store that has conditional writes (the commit protocol): "
                        "--store '%s?lock=dynamodb://TABLE'" % store) in out, "exit %d\nstdout:\n%s" % (rc, out))
-
-
-def dynamodb_call(endpoint, target, body):
-    # dynalite checks that a signature is present, not that it is right.
-    req = urllib.request.Request(endpoint, data=json.dumps(body).encode(), method="POST", headers={
-        "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810." + target,
-        "X-Amz-Date": "20260101T000000Z",
-        "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, "
-                         "SignedHeaders=host, Signature=00"})
-    with urllib.request.urlopen(req, timeout=30) as res:
-        return json.loads(res.read() or b"{}")
 
 
 def commit_checks(work):

@@ -4,7 +4,7 @@ The tests need to create buckets before `baton` can use them, and nothing else:
 baton itself never creates buckets. Signing here is independent of baton's own
 signer, so a bucket that exists proves nothing about baton's SigV4.
 """
-import datetime, hashlib, hmac, urllib.error, urllib.parse, urllib.request
+import datetime, hashlib, hmac, json, urllib.error, urllib.parse, urllib.request
 
 
 def _hmac(key, msg):
@@ -40,3 +40,14 @@ def create_bucket(endpoint, region, access_key, secret_key, bucket):
     status, text = s3_request("PUT", endpoint, region, access_key, secret_key, "/" + bucket)
     if status != 200:
         raise SystemExit("FAIL: could not create bucket %s: HTTP %d %s" % (bucket, status, text[:300]))
+
+
+def dynamodb_call(endpoint, target, body):
+    """One DynamoDB JSON call. dynalite checks that a signature is present, not that it is right."""
+    req = urllib.request.Request(endpoint, data=json.dumps(body).encode(), method="POST", headers={
+        "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810." + target,
+        "X-Amz-Date": "20260101T000000Z",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, "
+                         "SignedHeaders=host, Signature=00"})
+    with urllib.request.urlopen(req, timeout=30) as res:
+        return json.loads(res.read() or b"{}")

@@ -334,6 +334,35 @@ private:
         return {};
     }
 
+    // The first write of a handle probes the lock store (`check_lock_store`), then begins.
+    template <class Op, class Self>
+    static void probe_then_begin(Op& op, Self& self) {
+        if (!op.st->needs_probe()) return op.begin(self);
+        auto& locks = op.st->locks;
+        locks.async_probe(std::move(self));
+    }
+    template <class Result, class Op, class Self>
+    static void probed_then_begin(Op& op, Self& self, error_code ec, capabilities c) {
+        Result r;
+        if (!ec) ec = op.st->probed(std::move(c), r.diag);
+        else r.diag = std::move(c.diag);
+        if (ec) return self.complete(ec, std::move(r));
+        op.begin(self);
+    }
+    // After a refused commit: the current pointer, from the refusal when the lock store sent it, else read.
+    template <class Op, class Self>
+    static void read_current(Op& op, Self& self, std::optional<record> current) {
+        if (current) {
+            get_result g;
+            g.found = std::move(current);
+            g.found->key = op.key;
+            return op(self, error_code{}, std::move(g));
+        }
+        std::string k = op.key;
+        auto& locks = op.st->locks;
+        locks.async_get(std::move(k), std::move(self));
+    }
+
     // Errors that mean the request was refused before anything was applied.
     static bool sent_nothing(error_code const& ec) {
         return ec == errc::invalid_argument || ec == errc::auth_failed || ec == errc::no_credentials ||
@@ -445,19 +474,11 @@ private:
                 return fail_later(*st, self, ec, std::move(r));
             }
             sha256 = detail::commit_sha256(body);
-            if (st->needs_probe()) {
-                auto& locks = st->locks;
-                return locks.async_probe(std::move(self));
-            }
-            begin(self);
+            probe_then_begin(*this, self);
         }
         template <class Self>
         void operator()(Self& self, error_code ec, capabilities c) {
-            put_result r;
-            if (!ec) ec = st->probed(std::move(c), r.diag);
-            else r.diag = std::move(c.diag);
-            if (ec) return self.complete(ec, std::move(r));
-            begin(self);
+            probed_then_begin<put_result>(*this, self, ec, std::move(c));
         }
         template <class Self>
         void begin(Self& self) {
@@ -560,15 +581,7 @@ private:
                 // duplicate delivery answered)? The current pointer says; the lock store usually
                 // returns it with the refusal, else read it.
                 step = read_after_refusal;
-                if (r.current) {
-                    get_result g;
-                    g.found = std::move(r.current);
-                    g.found->key = key;
-                    return (*this)(self, error_code{}, std::move(g));
-                }
-                std::string k = key;
-                auto& locks = st->locks;
-                return locks.async_get(std::move(k), std::move(self));
+                return read_current(*this, self, std::move(r.current));
             }
             // Discard the object only when the commit surely never reached the store; any other
             // error may come after it was applied (a truncated answer, a cancellation after sending).
@@ -593,19 +606,11 @@ private:
                 step = failed;
                 return fail_later(*st, self, ec, std::move(r));
             }
-            if (st->needs_probe()) {
-                auto& locks = st->locks;
-                return locks.async_probe(std::move(self));
-            }
-            begin(self);
+            probe_then_begin(*this, self);
         }
         template <class Self>
         void operator()(Self& self, error_code ec, capabilities c) {
-            erase_result r;
-            if (!ec) ec = st->probed(std::move(c), r.diag);
-            else r.diag = std::move(c.diag);
-            if (ec) return self.complete(ec, std::move(r));
-            begin(self);
+            probed_then_begin<erase_result>(*this, self, ec, std::move(c));
         }
         template <class Self>
         void begin(Self& self) {
@@ -691,15 +696,7 @@ private:
                 // Refused by another writer's state, or by our own tombstone landed before (a
                 // duplicate delivery answered)? The current pointer says.
                 step = read_after_refusal;
-                if (r.current) {
-                    get_result g;
-                    g.found = std::move(r.current);
-                    g.found->key = key;
-                    return (*this)(self, error_code{}, std::move(g));
-                }
-                std::string k = key;
-                auto& locks = st->locks;
-                return locks.async_get(std::move(k), std::move(self));
+                return read_current(*this, self, std::move(r.current));
             }
             self.complete(ec, std::move(out));
         }
