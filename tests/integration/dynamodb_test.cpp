@@ -789,6 +789,18 @@ TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and eras
 
     // s3rver alone is refused for conditional writes; the composition passes its probe.
     baton::s3_backend plain(f.ioc.get_executor(), s3p);
+    static_assert(baton::s3_dynamodb_commit::copies_in_store);
+    // CopyObject on s3rver: the bytes copied inside the store; a missing source is not_found.
+    REQUIRE(!await<baton::put_result>(f.ioc, [&](auto h) { plain.async_put("copy-src", "copied bytes", precondition::none(), std::move(h)); }).first);
+    auto [cpe, cpr] = await<baton::put_result>(f.ioc, [&](auto h) { plain.async_copy_object("copy-src", "copy-dst", std::move(h)); });
+    INFO(cpr.diag.to_string());
+    REQUIRE(!cpe);
+    auto [cge, cgr] = await<baton::get_result>(f.ioc, [&](auto h) { plain.async_get("copy-dst", std::move(h)); });
+    REQUIRE(!cge);
+    REQUIRE(cgr.found);
+    CHECK(cgr.found->body == "copied bytes");
+    CHECK(await<baton::put_result>(f.ioc, [&](auto h) { plain.async_copy_object("no-such-key", "copy-dst2", std::move(h)); }).first ==
+          errc::not_found);
     auto [pec, pcaps] = await<baton::capabilities>(f.ioc, [&](auto h) { plain.async_probe(std::move(h)); });
     CHECK_FALSE(pcaps.supports_leases());
     auto [cec, caps] = await<baton::capabilities>(f.ioc, [&](auto h) { store.async_probe(std::move(h)); });

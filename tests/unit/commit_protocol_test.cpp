@@ -3,6 +3,7 @@
 // (an object PUT landing late, a commit landing late, a frozen writer, garbage collection racing
 // a commit still in flight, objects changed behind baton's back). Then the recipes on top.
 #include <baton/backend/memory.hpp>
+#include <baton/recipe/election.hpp>
 #include <baton/recipe/kv.hpp>
 #include <baton/recipe/lease.hpp>
 #include <baton/sim.hpp>
@@ -184,10 +185,22 @@ TEST_CASE("put, get, erase, list and copy with their preconditions; versions are
     REQUIRE_FALSE(page2.entries.empty());
     CHECK(page2.entries[0].key == "l/3");
 
-    // Copy if absent: the bytes of the committed version, in an object of its own.
+    // Copy if absent: the bytes of the committed version, in an object of its own, copied by the
+    // object store (no read of the bytes through this process).
+    static_assert(baton::basic_commit_protocol<holding_store, holding_store>::copies_in_store);
+    auto const gets_before = r.objects.inner().counts().gets;
     auto [ce, cp] = r.await<baton::put_result>([&](auto h) { r.store.async_copy("doc", "copy", precondition::absent(), std::move(h)); });
     REQUIRE_MESSAGE(!ce, cp.diag.to_string());
+    CHECK(r.objects.inner().counts().gets == gets_before);
     CHECK(r.body_of("copy") == "reborn");
+    // Without the store's copy: read, then written again.
+    using plain_commit = baton::basic_commit_protocol<baton::memory_backend, holding_store>;
+    static_assert(!plain_commit::copies_in_store);
+    plain_commit plain(r.objects.inner(), r.locks, {}, 3);
+    auto [pce, pcp] = r.await<baton::put_result>([&](auto h) { plain.async_copy("doc", "copy-2", precondition::absent(), std::move(h)); });
+    REQUIRE_MESSAGE(!pce, pcp.diag.to_string());
+    CHECK(r.body_of("copy-2") == "reborn");
+    CHECK(r.objects.inner().counts().gets > gets_before);
     auto [ce2, cp2] = r.await<baton::put_result>([&](auto h) { r.store.async_copy("doc", "copy", precondition::absent(), std::move(h)); });
     CHECK(ce2 == errc::precondition_failed);
     auto [ce3, cp3] = r.await<baton::put_result>([&](auto h) { r.store.async_copy("gone", "copy2", precondition::absent(), std::move(h)); });
@@ -368,7 +381,7 @@ TEST_CASE("probe: conditional writes as the lock store honours them; a lock stor
     }
 }
 
-TEST_CASE("the recipes run unchanged on it: a lease with rising tokens, kv updates applied once") {
+TEST_CASE("the recipes run unchanged on it: a lease with rising tokens, an election, kv updates applied once") {
     rig r;
     using lease_t = baton::basic_lease<commit_t, sim::manual_clock>;
     auto opts = [](std::string owner) {
@@ -401,6 +414,39 @@ TEST_CASE("the recipes run unchanged on it: a lease with rising tokens, kv updat
     r.sched.run_for(10ms);
     r.collect();
     CHECK(r.objects_stored() == 1); // renewals left no garbage behind
+
+    // Election: a second candidate sees the leader, then leads after it resigns, with the next token.
+    using election_t = baton::basic_election<commit_t, sim::manual_clock>;
+    auto eopts = [&](std::string owner) {
+        auto o = opts(std::move(owner));
+        o.key = "leader/db";
+        o.value = "addr-of-" + o.owner;
+        return o;
+    };
+    election_t x(r.sched.get_executor(), r.store, eopts("x")), y(r.sched.get_executor(), commit_t(r.objects, r.locks, {}, 11), eopts("y"));
+    std::optional<std::pair<error_code, baton::lease_grant>> gx, gy;
+    x.async_campaign([&](error_code e, baton::lease_grant g) { gx.emplace(e, g); });
+    r.sched.run_for(100ms);
+    REQUIRE(gx.has_value());
+    REQUIRE_FALSE(gx->first);
+    std::optional<baton::lease_info> seen;
+    y.async_leader([&](error_code e, std::optional<baton::lease_info> i) {
+        CHECK_FALSE(e);
+        seen = std::move(i);
+    });
+    y.async_campaign([&](error_code e, baton::lease_grant g) { gy.emplace(e, g); });
+    r.sched.run_for(5s);
+    REQUIRE(seen.has_value());
+    CHECK(seen->value == "addr-of-x");
+    CHECK_FALSE(gy.has_value());
+    std::optional<error_code> resigned;
+    x.async_resign([&](error_code e) { resigned = e; });
+    r.sched.run_for(1s);
+    REQUIRE(resigned.has_value());
+    CHECK_FALSE(*resigned);
+    REQUIRE(gy.has_value());
+    REQUIRE_FALSE(gy->first);
+    CHECK(gy->second.fencing_token == gx->second.fencing_token + 1);
 
     // kv: concurrent read-modify-writes through several handles on one composition.
     asio::io_context ioc;

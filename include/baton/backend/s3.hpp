@@ -189,6 +189,23 @@ public:
             token, state_, channel_, std::move(key), std::move(body), std::move(pc));
     }
 
+    /** Copies the object `from` to `to` inside the store (S3 CopyObject: the bytes do not pass
+        through this process), unconditionally. `version` is the new ETag when the service
+        returns it.
+
+        @par Handler signature
+        `void(error_code, put_result)`. Errors: `not_found` (no `from`, or no bucket), and those
+        of an unconditional `async_put`; an error document inside a 200 answer is reported.
+    */
+    template <class Token = boost::asio::deferred_t>
+    auto async_copy_object(std::string from, std::string to, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, put_result)>(
+            [](auto handler, std::shared_ptr<detail::s3_state> st, aws::signed_channel s, std::string f, std::string t) {
+                detail::s3_copy(std::move(st), std::move(s), std::move(f), std::move(t), detail::s3_put_handler(std::move(handler)));
+            },
+            token, state_, channel_, std::move(from), std::move(to));
+    }
+
     /** Deletes `key` if `pc` holds. Unconditional deletes of missing keys succeed (S3 answers 204).
 
         @par Handler signature

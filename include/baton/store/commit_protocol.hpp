@@ -181,6 +181,13 @@ public:
     /// The settings.
     commit_protocol_params const& params() const noexcept { return st_->params; }
 
+    /// True when the object store copies objects itself (`async_copy_object`, S3 CopyObject):
+    /// `async_copy` then moves no bytes through this process.
+    static constexpr bool copies_in_store = requires(ObjectStore& o, std::string s,
+                                                     detail::archetype_handler<void(error_code, put_result)> h) {
+        o.async_copy_object(s, s, std::move(h));
+    };
+
     /// The longest key this store takes: the object store's limit less the prefix and the object suffix.
     std::size_t max_key_bytes() const noexcept {
         return store_limits::max_key_bytes - st_->params.object_prefix.size() - detail::commit_object_suffix_bytes;
@@ -223,8 +230,9 @@ public:
     }
 
     /** Copies the committed record of `from` to `to` if `pc` holds for `to` (copy-if-absent with
-        `precondition::absent()`). The bytes are read and written again (`to` gets an object of its own).
-        `errc::not_found` when `from` is absent. Completion: `void(error_code, put_result)`.
+        `precondition::absent()`). `to` gets an object of its own: copied by the object store when it
+        can (`async_copy_object`, S3 CopyObject: the bytes do not pass through this process), else
+        read and written again. `errc::not_found` when `from` is absent. Completion: `void(error_code, put_result)`.
     */
     template <class Token = boost::asio::deferred_t>
     auto async_copy(std::string from, std::string to, precondition pc, Token&& token = {}) {
@@ -459,11 +467,21 @@ private:
         std::optional<std::string> replaced{};     // the object the commit replaces, when known
         unsigned rounds = 0;
         bool recreate = false; // a second try of `absent` over a tombstone
+        // A server-side copy: the bytes of this committed object (size and SHA-256 from its pointer).
+        std::optional<detail::commit_pointer> copy_of{};
 
         template <class Self>
         void operator()(Self& self) {
             put_result r;
             error_code ec = st->check_key(key, r.diag);
+            if (copy_of) {
+                if (ec) {
+                    step = failed;
+                    return fail_later(*st, self, ec, std::move(r));
+                }
+                sha256 = copy_of->sha256;
+                return probe_then_begin(*this, self);
+            }
             if (!ec && body.size() > st->params.max_body_bytes) {
                 r.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds the commit store's limit of " +
                                  std::to_string(st->params.max_body_bytes);
@@ -500,8 +518,12 @@ private:
             std::optional<std::string_view> v;
             if (base.which() == precondition::kind::matches) v = base.version();
             object = detail::commit_object_name(st->params.object_prefix, key, detail::commit_base_tag(v), st->nonce());
-            std::string o = object, b = body;
+            std::string o = object;
             auto& objects = st->objects;
+            if constexpr (copies_in_store) {
+                if (copy_of) return objects.async_copy_object(std::string(copy_of->object), std::move(o), std::move(self));
+            }
+            std::string b = body;
             objects.async_put(std::move(o), std::move(b), precondition::none(), std::move(self));
         }
         template <class Self>
@@ -564,7 +586,8 @@ private:
                 if (ec) return self.complete(ec, std::move(r));
                 step = commit;
                 std::string k = key;
-                std::string p = detail::encode_commit_pointer(detail::commit_pointer{false, object, body.size(), sha256, {}});
+                std::uint64_t const size = copy_of ? copy_of->size : body.size();
+                std::string p = detail::encode_commit_pointer(detail::commit_pointer{false, object, size, sha256, {}});
                 auto& locks = st->locks;
                 return locks.async_put(std::move(k), std::move(p), base, std::move(self));
             }
@@ -828,27 +851,59 @@ private:
         std::string from{};
         std::string to{};
         precondition pc;
+        unsigned rounds = 0;
 
         template <class Self>
         void operator()(Self& self) {
-            basic_commit_protocol store(st);
-            std::string f = from;
-            store.async_get(std::move(f), std::move(self));
+            if constexpr (copies_in_store) {
+                // The source's pointer names an immutable object: the store copies it.
+                std::string f = from;
+                auto& locks = st->locks;
+                locks.async_get(std::move(f), std::move(self));
+            } else {
+                basic_commit_protocol store(st);
+                std::string f = from;
+                store.async_get(std::move(f), std::move(self));
+            }
         }
         template <class Self>
         void operator()(Self& self, error_code ec, get_result r) {
             put_result out;
             out.diag = std::move(r.diag);
             if (ec) return self.complete(ec, std::move(out));
-            if (!r.found) {
-                out.diag.message = "nothing to copy: " + from + " is absent";
-                return self.complete(errc::not_found, std::move(out));
+            if constexpr (copies_in_store) {
+                read_pointer seen;
+                if (auto dec = decode(r, seen)) {
+                    out.diag = std::move(r.diag);
+                    return self.complete(dec, std::move(out));
+                }
+                if (!seen.live()) {
+                    out.diag.message = "nothing to copy: " + from + " is absent";
+                    return self.complete(errc::not_found, std::move(out));
+                }
+                put_op op{st, to, {}, pc};
+                op.copy_of = std::move(seen.pointer);
+                return boost::asio::async_compose<Self, void(error_code, put_result)>(std::move(op), self,
+                                                                                      st->locks.get_executor());
+            } else {
+                if (!r.found) {
+                    out.diag.message = "nothing to copy: " + from + " is absent";
+                    return self.complete(errc::not_found, std::move(out));
+                }
+                basic_commit_protocol store(st);
+                store.async_put(std::move(to), std::move(r.found->body), std::move(pc), std::move(self));
             }
-            basic_commit_protocol store(st);
-            store.async_put(std::move(to), std::move(r.found->body), std::move(pc), std::move(self));
         }
         template <class Self>
         void operator()(Self& self, error_code ec, put_result r) {
+            // The source's object went away under the copy (replaced and deleted): read its pointer again.
+            if constexpr (copies_in_store) {
+                if (ec == errc::not_found && ++rounds < st->params.max_read_rounds) {
+                    std::string f = from;
+                    auto& locks = st->locks;
+                    return locks.async_get(std::move(f), std::move(self));
+                }
+            }
             self.complete(ec, std::move(r));
         }
     };

@@ -320,6 +320,43 @@ inline void s3_put(std::shared_ptr<s3_state> st, aws::signed_channel channel, st
                    });
 }
 
+// ---- copy (CopyObject, unconditional) ---------------------------------------------------------------
+inline void s3_copy(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string from, std::string to,
+                    s3_put_handler h) {
+    put_result r;
+    if (auto ec = s3_check_key(from, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
+    if (auto ec = s3_check_key(to, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
+    auto req = st->make_request(s3_bhttp::verb::put, st->object_target(to));
+    // The source as bucket/key, URL-encoded (the bucket is named even when virtual-hosted).
+    req.set("x-amz-copy-source", "/" + st->params.bucket + "/" + s3_uri_encode(st->params.key_prefix + from, true));
+    auto slot = s3_asio::get_associated_cancellation_slot(h);
+    channel.send(std::move(req), slot, [st, h = std::move(h)](s3_reply rep) mutable {
+        put_result r;
+        if (rep.ec) {
+            r.diag = std::move(rep.info.diag);
+            return st->complete(std::move(h), s3_write_transport_error(rep.ec, rep.info), std::move(r));
+        }
+        auto const status = rep.res.result_int();
+        if (status >= 200 && status < 300) {
+            // A copy can fail after its 200 was sent: the error is then in the body.
+            if (auto ec = s3_error_in_success(rep.res, r.diag)) return st->complete(std::move(h), ec, std::move(r));
+            std::string const& body = rep.res.body();
+            auto const open = body.find("<ETag>"), close = body.find("</ETag>");
+            if (open != std::string::npos && close != std::string::npos && close > open) {
+                std::string etag = body.substr(open + 6, close - open - 6);
+                for (std::string_view quot : {"&quot;", "&#34;"})
+                    for (auto at = etag.find(quot); at != std::string::npos; at = etag.find(quot, at + 1))
+                        etag.replace(at, quot.size(), "\"");
+                r.version = std::move(etag);
+            }
+            return st->complete(std::move(h), error_code{}, std::move(r));
+        }
+        std::string code;
+        auto ec = s3_response_error(rep.res, r.diag, code);
+        st->complete(std::move(h), ec, std::move(r)); // a missing source: not_found (NoSuchKey)
+    });
+}
+
 // ---- erase -----------------------------------------------------------------------------------------
 inline void s3_send_erase(std::shared_ptr<s3_state> st, aws::signed_channel const& channel, std::string key,
                           precondition pc, s3_erase_handler h) {

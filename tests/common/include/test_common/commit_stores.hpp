@@ -140,6 +140,17 @@ public:
     }
     template <class Token = boost::asio::deferred_t>
     auto async_probe(Token&& t = {}) { return inner_.async_probe(std::forward<Token>(t)); }
+    /// A copy inside the store, like S3's CopyObject: no read through the client (counted as a put).
+    template <class Token = boost::asio::deferred_t>
+    auto async_copy_object(std::string from, std::string to, Token&& t = {}) {
+        return boost::asio::async_initiate<Token, void(baton::error_code, baton::put_result)>(
+            [this](auto h, std::string from, std::string to) {
+                auto cur = inner_.peek(from);
+                if (!cur) return baton::detail::post_completion(inner_.get_executor(), std::move(h), baton::errc::not_found, baton::put_result{});
+                inner_.async_put(std::move(to), std::move(cur->body), baton::precondition::none(), std::move(h));
+            },
+            t, std::move(from), std::move(to));
+    }
 
 private:
     struct held_write {
