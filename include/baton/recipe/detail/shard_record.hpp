@@ -1,0 +1,314 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_DETAIL_SHARD_RECORD_HPP
+#define BATON_RECIPE_DETAIL_SHARD_RECORD_HPP
+
+// Layer: recipes, internal. The shard record of a lease table and the sans-I/O state machine of
+// one change to it (DESIGN §12, lease_table). JSON, so that people and other tools can read it:
+//   {"baton":"shard/1","token":7,"owner":"w1","term":12,"retired":false,
+//    "checkpoint":"1042","requested_by":"w2","requested_term":3,"nonce":"..."}
+// "checkpoint" is absent until the first one; "requested_by"/"requested_term" only while a worker
+// asks for a graceful handoff. The token rises by one on every change of owner (a claim or a
+// handoff) and never otherwise; the record is never deleted (retire marks it), so it never goes back.
+//
+// Every change is a read-modify-write: a function looks at the record as it is now and says what
+// it becomes (or that nothing is to be written, or that the change is refused), and the write is
+// conditional on the version that function saw. An ambiguous answer is settled by reading the
+// nonce back (settling_write's rules), and the function is asked again about whatever is there:
+// changes are written so that they recognize their own effect.
+
+#include <baton/core/detail/config.hpp>
+#include <baton/core/error.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
+#include <baton/store/detail/settling_write.hpp>
+#include <baton/store/record_store.hpp>
+#include <baton/store/settlement.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace baton::detail {
+
+inline constexpr std::string_view shard_format = "shard/1";
+inline constexpr std::size_t max_shard_body_bytes = 64 * 1024;
+// A checkpoint is the caller's text (a sequence number, an offset); bounded so a record stays small.
+inline constexpr std::size_t max_checkpoint_bytes = 16 * 1024;
+
+struct shard_body {
+    std::uint64_t token = 0;               // fencing token: +1 on every change of owner
+    std::string owner;                     // worker name; empty: nobody
+    std::uint64_t term = 0;                // the owner's liveness term (its worker lease's token)
+    bool retired = false;                  // retired shards are never claimed
+    std::optional<std::string> checkpoint; // the owner's progress
+    std::string requested_by;              // a worker asking for a graceful handoff; empty: none
+    std::uint64_t requested_term = 0;
+    std::string nonce;                     // fresh on every write
+
+    bool owned_by(std::string_view worker, std::uint64_t t) const noexcept {
+        return !owner.empty() && owner == worker && term == t;
+    }
+    void clear_request() {
+        requested_by.clear();
+        requested_term = 0;
+    }
+};
+
+inline std::string encode_shard_body(shard_body const& b) {
+    std::string out;
+    out.reserve(128 + b.owner.size() + b.requested_by.size() + (b.checkpoint ? b.checkpoint->size() : 0));
+    char digits[24];
+    auto number = [&](std::uint64_t v) {
+        auto const r = std::to_chars(digits, digits + sizeof digits, v);
+        out.append(digits, r.ptr);
+    };
+    out += R"({"baton":"shard/1","token":)";
+    number(b.token);
+    out += R"(,"owner":)";
+    append_json_string(out, b.owner);
+    out += R"(,"term":)";
+    number(b.term);
+    out += b.retired ? R"(,"retired":true)" : R"(,"retired":false)";
+    if (b.checkpoint) {
+        out += R"(,"checkpoint":)";
+        append_json_string(out, *b.checkpoint);
+    }
+    if (!b.requested_by.empty()) {
+        out += R"(,"requested_by":)";
+        append_json_string(out, b.requested_by);
+        out += R"(,"requested_term":)";
+        number(b.requested_term);
+    }
+    out += R"(,"nonce":)";
+    append_json_string(out, b.nonce);
+    out += '}';
+    return out;
+}
+
+// Strict: anything that is not a well-formed shard/1 record is errc::foreign_record, never guessed at.
+inline error_code decode_shard_body(std::string_view text, shard_body& out, diagnostics& diag) {
+    auto fail = [&](char const* why) {
+        diag.message = std::string("shard record: ") + why;
+        return error_code(errc::foreign_record);
+    };
+    if (text.size() > max_shard_body_bytes) return fail("body larger than 64 KiB");
+    unsigned char buffer[2048];
+    boost::json::monotonic_resource mr(buffer, sizeof buffer);
+    boost::system::error_code jec;
+    boost::json::value v = boost::json::parse(text, jec, &mr);
+    if (jec) return fail("body is not JSON");
+    auto const* obj = v.if_object();
+    if (obj == nullptr) return fail("body is not a JSON object");
+    auto str = [&](char const* name, std::string& dst) {
+        auto const* p = obj->if_contains(name);
+        if (p == nullptr || !p->is_string()) return false;
+        dst.assign(p->get_string().data(), p->get_string().size());
+        return true;
+    };
+    auto uint = [&](char const* name, std::uint64_t& dst) {
+        auto const* p = obj->if_contains(name);
+        if (p == nullptr) return false;
+        if (p->is_uint64()) { dst = p->get_uint64(); return true; }
+        if (p->is_int64() && p->get_int64() >= 0) { dst = static_cast<std::uint64_t>(p->get_int64()); return true; }
+        return false;
+    };
+    shard_body b;
+    std::string format;
+    if (!str("baton", format) || format != shard_format) return fail("missing or unknown \"baton\" format tag");
+    if (!uint("token", b.token)) return fail("\"token\" missing or not a non-negative integer");
+    if (!str("owner", b.owner)) return fail("\"owner\" missing or not a string");
+    if (!uint("term", b.term)) return fail("\"term\" missing or not a non-negative integer");
+    auto const* retired = obj->if_contains("retired");
+    if (retired == nullptr || !retired->is_bool()) return fail("\"retired\" missing or not a boolean");
+    b.retired = retired->get_bool();
+    if (obj->contains("checkpoint")) {
+        std::string cp;
+        if (!str("checkpoint", cp)) return fail("\"checkpoint\" is not a string");
+        b.checkpoint = std::move(cp);
+    }
+    if (obj->contains("requested_by")) {
+        if (!str("requested_by", b.requested_by) || b.requested_by.empty())
+            return fail("\"requested_by\" is not a non-empty string");
+        if (!uint("requested_term", b.requested_term)) return fail("\"requested_term\" missing with \"requested_by\"");
+    }
+    if (!str("nonce", b.nonce)) return fail("\"nonce\" missing or not a string");
+    out = std::move(b);
+    return {};
+}
+
+// What a change makes of the record as it is now.
+struct shard_change {
+    enum class kind {
+        write,  // write `next` (conditional on the version seen)
+        keep,   // nothing to write: the change is already there (or needs none); success
+        refuse, // the change does not apply to the record as it is: fail with `ec`
+    };
+    kind what = kind::write;
+    error_code ec;
+
+    static shard_change write() { return {}; }
+    static shard_change keep() { return {kind::keep, {}}; }
+    static shard_change refuse(error_code e) { return {kind::refuse, e}; }
+};
+
+// `now`: the record as read (empty when absent); `next` starts as a copy of it (or a fresh record).
+using shard_change_fn = std::function<shard_change(std::optional<shard_body> const& now, shard_body& next)>;
+
+// A shard record as last seen: its store version and what it says.
+struct shard_seen {
+    std::string version;
+    shard_body body;
+};
+
+struct shard_attempt {
+    std::string nonce;
+    std::string on_version; // the version it was conditional on; empty: on the key being absent
+    shard_body body;
+};
+
+// One change of one shard record. `Retry` is the RetryPolicy (held by reference); `Rng` draws
+// nonces and jitter. Retries, pacing and settlement are settling_write's.
+template <class Retry, class Rng>
+class shard_write_machine : public settling_write<shard_write_machine<Retry, Rng>, shard_attempt, Retry, Rng> {
+    using base = settling_write<shard_write_machine<Retry, Rng>, shard_attempt, Retry, Rng>;
+    friend base;
+
+public:
+    // `known`: the record as this caller last saw it; the first write is then conditional on it
+    // (one request when nobody changed it since), else the record is read first.
+    shard_write_machine(shard_change_fn change, std::optional<shard_seen> known, Retry& retry, Rng& rng)
+        : base(retry, rng), change_(std::move(change)), known_(std::move(known)) {}
+
+    write_step start() {
+        if (known_) return decide(known_);
+        return read();
+    }
+
+    write_step on_put(error_code ec, put_result const& r) {
+        ++requests_;
+        if (!ec) {
+            seen_ = shard_seen{r.version, inflight_.body};
+            wrote_ = true;
+            succeeded();
+            return finish({});
+        }
+        diag_ = r.diag;
+        if (ec == errc::precondition_failed || ec == errc::not_found) {
+            if (auto s = contention_round([] {
+                    return "the shard record changed under " + std::to_string(base::max_contention_rounds) +
+                           " writes in a row (heavy contention on one shard)";
+                }))
+                return *s;
+            return read();
+        }
+        if (ec == boost::asio::error::operation_aborted) return cancelled_after_sending(inflight_);
+        if (outcome_unknown(ec)) {
+            this->doubt(inflight_);
+            return backoff(ec, /*always_read=*/true);
+        }
+        return backoff(ec, false);
+    }
+
+    write_step on_get(error_code ec, get_result const& r) {
+        ++requests_;
+        if (ec) {
+            diag_ = r.diag;
+            if (stopping_) return give_up(ec);
+            return backoff(ec, false);
+        }
+        if (!r.found) {
+            doubts_.keep_if([](shard_attempt const& a) { return a.on_version.empty(); });
+            if (stopping_) return finish(doubts_.empty() ? stop_reason_ : error_code(errc::unknown_outcome));
+            return decide(std::nullopt);
+        }
+        shard_body b;
+        diagnostics d;
+        if (auto e = decode_shard_body(r.found->body, b, d)) {
+            diag_ = d;
+            diag_.message += " (key " + r.found->key + ")";
+            return finish(e);
+        }
+        if (doubts_.landed(b.nonce)) {
+            settled_ = true;
+            seen_ = shard_seen{r.found->version, std::move(b)};
+            wrote_ = true;
+            succeeded();
+            return finish({});
+        }
+        // A write in doubt can still land only while the record is at the version it was conditional on.
+        doubts_.keep_if([&](shard_attempt const& a) { return a.on_version == r.found->version; });
+        if (stopping_) return finish(doubts_.empty() ? stop_reason_ : error_code(errc::unknown_outcome));
+        return decide(shard_seen{r.found->version, std::move(b)});
+    }
+
+    // The record as this call left it (written or read); empty when unknown.
+    std::optional<shard_seen> const& last_seen() const noexcept { return seen_; }
+    // True when this call's own write is the record now (written, or found landed).
+    bool wrote() const noexcept { return wrote_; }
+
+private:
+    using base::backoff;
+    using base::cancelled_after_sending;
+    using base::contention_round;
+    using base::diag_;
+    using base::doubts_;
+    using base::give_up;
+    using base::read;
+    using base::requests_;
+    using base::settled_;
+    using base::stop_reason_;
+    using base::stopping_;
+    using base::succeeded;
+
+    write_step decide(std::optional<shard_seen> now) {
+        std::optional<shard_body> current;
+        if (now) current = now->body;
+        shard_body next = current ? *current : shard_body{};
+        shard_change const c = change_(current, next);
+        seen_ = std::move(now);
+        if (c.what == shard_change::kind::keep) return finish({});
+        if (c.what == shard_change::kind::refuse) return finish(c.ec);
+        next.nonce = make_nonce(this->rng_);
+        std::string body = encode_shard_body(next);
+        if (body.size() > max_shard_body_bytes) {
+            diag_.message = "shard record would exceed 64 KiB";
+            return finish(errc::invalid_argument);
+        }
+        inflight_ = shard_attempt{next.nonce, seen_ ? seen_->version : std::string(), std::move(next)};
+        last_pc_ = seen_ ? precondition::matches(seen_->version) : precondition::absent();
+        return base::write(std::move(body), last_pc_);
+    }
+
+    write_step write_again() {
+        // Same change, same condition, fresh nonce: the earlier attempt stays in doubt until a read.
+        inflight_.nonce = make_nonce(this->rng_);
+        inflight_.body.nonce = inflight_.nonce;
+        return base::write(encode_shard_body(inflight_.body), last_pc_);
+    }
+
+    write_step finish(error_code ec) {
+        write_step s;
+        s.ec = ec;
+        return s;
+    }
+
+    shard_change_fn change_;
+    std::optional<shard_seen> known_;
+    shard_attempt inflight_;
+    precondition last_pc_ = precondition::none();
+    std::optional<shard_seen> seen_;
+    bool wrote_ = false;
+};
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,179 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_RECIPE_DETAIL_TABLE_PLAN_HPP
+#define BATON_RECIPE_DETAIL_TABLE_PLAN_HPP
+
+// Layer: recipes, internal. What a lease-table worker knows of its table (the worker records and
+// the shard records as its last scan read them) and what it decides from that, without any I/O:
+// which terms have ended, which shards are free to claim, how many shards are a fair share, which
+// shards to claim or to ask another worker for, whether to grant such a request, and to whom a
+// stopping worker hands its shards. Safety never rests on these decisions (every change is a
+// conditional write, see lease_table.hpp); they only decide who tries what.
+
+#include <baton/recipe/detail/shard_record.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace baton::detail {
+
+// A worker's liveness record (a lease/1 record) as last read.
+struct table_worker_entry {
+    std::string version;                        // the store's version, as last listed
+    bool decoded = false;                       // the body below was read for this version
+    bool released = false;                      // its term ended: released, or marked dead by a reaper
+    std::uint64_t term = 0;                     // the record's fencing token: the worker's term
+    std::chrono::milliseconds ttl{0};           // as declared by its holder
+    std::string instance, value;                // kept in a reaper's marker
+    std::chrono::nanoseconds observed_since{0}; // own time of the first read answer that showed `version`
+};
+
+struct table_view {
+    std::map<std::string, table_worker_entry, std::less<>> workers; // by worker name
+    std::map<std::string, shard_seen, std::less<>> shards;          // by shard id
+    // Owners named by some shard that have no worker record: since when (own time). A record can
+    // only be missing if something outside baton deleted it, so its term ends only after a full
+    // takeover window of absence (its holder may still be acting until then).
+    std::map<std::string, std::chrono::nanoseconds, std::less<>> missing_since;
+
+    // The worker holds a record that is not released (a dead worker counts until reaped).
+    bool live(std::string_view w) const {
+        auto it = workers.find(w);
+        return it != workers.end() && it->second.decoded && !it->second.released;
+    }
+    bool term_live(std::string_view w, std::uint64_t t) const {
+        auto it = workers.find(w);
+        return it != workers.end() && it->second.decoded && !it->second.released && it->second.term == t;
+    }
+    // Whether the term a shard names has ended, judged so that a doubt keeps the owner: its
+    // record released, or at a later term, or missing for `missing_window`.
+    bool term_ended(std::string_view w, std::uint64_t t, std::chrono::nanoseconds now,
+                    std::chrono::nanoseconds missing_window) const {
+        auto it = workers.find(w);
+        if (it != workers.end()) {
+            // A record at an earlier term than the shard names is older than the shard record:
+            // it says nothing about term `t` (the worker moved on since this view read it).
+            if (!it->second.decoded || it->second.term < t) return false;
+            return it->second.term > t || it->second.released;
+        }
+        auto m = missing_since.find(w);
+        return m != missing_since.end() && now - m->second >= missing_window;
+    }
+    // Nobody may act on it: free, or its owner's term ended. Retired shards are never claimed.
+    bool claimable(shard_body const& b, std::chrono::nanoseconds now, std::chrono::nanoseconds missing_window) const {
+        if (b.retired) return false;
+        return b.owner.empty() || term_ended(b.owner, b.term, now, missing_window);
+    }
+};
+
+// Shards per live worker, counting only shards owned under the owner's current term.
+inline std::map<std::string, std::size_t, std::less<>> owned_counts(table_view const& v) {
+    std::map<std::string, std::size_t, std::less<>> counts;
+    for (auto const& [name, w] : v.workers)
+        if (v.live(name)) counts[name] = 0;
+    for (auto const& [id, s] : v.shards)
+        if (!s.body.retired && !s.body.owner.empty() && v.term_live(s.body.owner, s.body.term)) ++counts[s.body.owner];
+    return counts;
+}
+
+// ceil(active shards / live workers): nobody should own more, and a worker with fewer may claim.
+inline std::size_t fair_ceiling(table_view const& v, std::size_t live_workers) {
+    std::size_t active = 0;
+    for (auto const& [id, s] : v.shards) active += s.body.retired ? 0 : 1;
+    if (live_workers == 0) return active;
+    return (active + live_workers - 1) / live_workers;
+}
+
+struct balance_plan {
+    std::vector<std::string> claim;                            // shard ids nobody may act on
+    std::vector<std::pair<std::string, std::string>> request;  // (shard, its owner) to ask for
+};
+
+// What worker `me` (term `term`) tries this cycle. It claims free shards up to the fair ceiling
+// (its own shards of an earlier term first, the rest in random order so that workers spread
+// out); with none left it asks the most loaded worker for one shard at a time, while that worker
+// has at least two more than it would, and at most `max_moves` times.
+template <class Rng>
+balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_t term, std::size_t max_moves,
+                          std::chrono::nanoseconds now, std::chrono::nanoseconds missing_window, Rng& rng) {
+    balance_plan plan;
+    auto counts = owned_counts(v);
+    if (!v.term_live(me, term)) counts[std::string(me)]; // our own record may not be in the scan yet
+    std::size_t const ceiling = fair_ceiling(v, counts.size());
+    std::size_t mine = counts[std::string(me)];
+
+    std::vector<std::string> ours_before, others;
+    for (auto const& [id, s] : v.shards) {
+        if (!v.claimable(s.body, now, missing_window)) continue;
+        (s.body.owner == me ? ours_before : others).push_back(id);
+    }
+    std::shuffle(others.begin(), others.end(), rng);
+    for (auto* list : {&ours_before, &others})
+        for (auto const& id : *list) {
+            if (mine >= ceiling) break;
+            plan.claim.push_back(id);
+            ++mine;
+        }
+    if (!ours_before.empty() || !others.empty()) return plan; // free shards first; ask only when none are left
+
+    for (std::size_t moves = 0; moves < max_moves; ++moves) {
+        auto most = counts.end();
+        for (auto it = counts.begin(); it != counts.end(); ++it)
+            if (it->first != me && (most == counts.end() || it->second > most->second)) most = it;
+        if (most == counts.end() || most->second < mine + 2) break;
+        // One of its shards that no live worker has asked for yet.
+        std::vector<std::string> candidates;
+        for (auto const& [id, s] : v.shards) {
+            auto const& b = s.body;
+            if (b.retired || b.owner != most->first || !v.term_live(b.owner, b.term)) continue;
+            if (!b.requested_by.empty() && v.term_live(b.requested_by, b.requested_term)) continue;
+            if (std::any_of(plan.request.begin(), plan.request.end(), [&](auto const& r) { return r.first == id; })) continue;
+            candidates.push_back(id);
+        }
+        if (candidates.empty()) break;
+        plan.request.emplace_back(candidates[rng() % candidates.size()], most->first);
+        --most->second;
+        ++mine;
+    }
+    return plan;
+}
+
+// Whether `me` grants a request on one of its shards: the requester's term is live, and moving
+// the shard evens the two out (`me` has at least two more), or `me` is stopping.
+inline bool grant_request(table_view const& v, std::map<std::string, std::size_t, std::less<>> const& counts,
+                          std::string_view me, shard_body const& b, bool stopping) {
+    if (b.requested_by.empty() || b.requested_by == me || !v.term_live(b.requested_by, b.requested_term)) return false;
+    if (stopping) return true;
+    auto const mine = counts.find(me), theirs = counts.find(b.requested_by);
+    std::size_t const m = mine == counts.end() ? 0 : mine->second;
+    std::size_t const t = theirs == counts.end() ? 0 : theirs->second;
+    return m >= t + 2;
+}
+
+// Whom a stopping worker hands a shard to: its requester when live, else the live worker other
+// than `me` with the fewest shards (`counts` is updated), else nobody (the shard is left free).
+inline std::optional<std::pair<std::string, std::uint64_t>> handoff_target(
+    table_view const& v, std::map<std::string, std::size_t, std::less<>>& counts, std::string_view me, shard_body const& b) {
+    if (!b.requested_by.empty() && b.requested_by != me && v.term_live(b.requested_by, b.requested_term)) {
+        ++counts[b.requested_by];
+        return std::pair{b.requested_by, b.requested_term};
+    }
+    auto best = counts.end();
+    for (auto it = counts.begin(); it != counts.end(); ++it)
+        if (it->first != me && v.live(it->first) && (best == counts.end() || it->second < best->second)) best = it;
+    if (best == counts.end()) return std::nullopt;
+    ++best->second;
+    return std::pair{best->first, v.workers.find(best->first)->second.term};
+}
+
+} // namespace baton::detail
+
+#endif

@@ -1,0 +1,136 @@
+// Lease-table workers for tests and the simulation: each consumes numbered records of the
+// shards it is handed (record n+1 after checkpoint n), checkpointing after each, and logs what
+// it does as the application sees it. The checks judge the log, never the table's internals:
+//   - no two works act on one shard at once (each work's records form one unbroken run in time);
+//   - every work starts at or after the last acknowledged checkpoint (checkpoints never go back);
+//   - with `exactly_once`, no record is processed twice (graceful handoffs only, no crash).
+#ifndef BATON_TEST_COMMON_TABLE_WORKERS_HPP
+#define BATON_TEST_COMMON_TABLE_WORKERS_HPP
+
+#include <baton/recipe/lease_table.hpp>
+#include <baton/sim.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace test_common {
+
+struct table_event {
+    enum class kind { start, record, checkpoint_ack, end };
+    kind what;
+    std::int64_t at;      // virtual ns
+    std::string worker;
+    std::string shard;
+    std::uint64_t token;  // identifies the work (one token per owner change)
+    std::uint64_t n;      // start: checkpoint it resumed from; record: its number; ack: the value
+};
+
+struct table_log {
+    std::vector<table_event> events;
+    void add(table_event e) { events.push_back(std::move(e)); }
+
+    // Violations of the checks above, one line each.
+    std::vector<std::string> check(bool exactly_once) const {
+        std::vector<std::string> out;
+        // Per shard, the works in the order their records happened: a work that appears again
+        // after another one acted is acting at the same time as that one.
+        std::map<std::string, std::vector<table_event const*>> by_shard;
+        for (auto const& e : events) by_shard[e.shard].push_back(&e);
+        for (auto& [shard, evs] : by_shard) {
+            std::set<std::pair<std::string, std::uint64_t>> finished; // works another work acted after
+            std::pair<std::string, std::uint64_t> current{"", 0};
+            std::uint64_t acked = 0;
+            std::set<std::uint64_t> processed;
+            std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> next_of;
+            for (auto const* e : evs) {
+                std::pair<std::string, std::uint64_t> const work{e->worker, e->token};
+                switch (e->what) {
+                case table_event::kind::start:
+                    if (e->n < acked)
+                        out.push_back("shard " + shard + ": work of " + e->worker + " (token " + std::to_string(e->token) +
+                                      ") starts from checkpoint " + std::to_string(e->n) + " after " +
+                                      std::to_string(acked) + " was acknowledged");
+                    next_of[work] = e->n + 1;
+                    break;
+                case table_event::kind::record:
+                    if (work != current) {
+                        if (finished.count(work))
+                            out.push_back("shard " + shard + ": " + e->worker + " (token " + std::to_string(e->token) +
+                                          ") processes record " + std::to_string(e->n) + " after another work acted");
+                        if (!current.first.empty()) finished.insert(current);
+                        current = work;
+                    }
+                    if (next_of.count(work) && next_of[work] != e->n)
+                        out.push_back("shard " + shard + ": " + e->worker + " skipped to record " + std::to_string(e->n));
+                    next_of[work] = e->n + 1;
+                    if (exactly_once && !processed.insert(e->n).second)
+                        out.push_back("shard " + shard + ": record " + std::to_string(e->n) + " processed twice");
+                    break;
+                case table_event::kind::checkpoint_ack:
+                    acked = std::max(acked, e->n);
+                    break;
+                case table_event::kind::end:
+                    break;
+                }
+            }
+        }
+        return out;
+    }
+
+    // The highest record processed per shard.
+    std::map<std::string, std::uint64_t> progress() const {
+        std::map<std::string, std::uint64_t> p;
+        for (auto const& e : events)
+            if (e.what == table_event::kind::record) p[e.shard] = std::max(p[e.shard], e.n);
+        return p;
+    }
+};
+
+// The work: one record every `step` of the worker's own time, a checkpoint after each.
+// `unconditional`: after a refused checkpoint, it goes on as if it had landed (for checks that
+// must catch a worker acting without its shard).
+template <class Table>
+typename Table::work_type numbered_records_work(std::shared_ptr<table_log> log, std::string worker,
+                                                baton::sim::manual_clock clock, std::chrono::nanoseconds step) {
+    return [log, worker, clock, step](typename Table::shard_type s) -> boost::asio::awaitable<void> {
+        namespace asio = boost::asio;
+        using timer_t = asio::basic_waitable_timer<baton::sim::virtual_clock, asio::wait_traits<baton::sim::virtual_clock>,
+                                                   asio::any_io_executor>;
+        auto now = [] { return baton::sim::virtual_clock::now().time_since_epoch().count(); };
+        std::uint64_t n = s.grant().checkpoint ? std::stoull(*s.grant().checkpoint) : 0;
+        log->add({table_event::kind::start, now(), worker, s.shard(), s.token(), n});
+        timer_t t(co_await asio::this_coro::executor);
+        for (;;) {
+            if (s.stop_requested()) break;
+            // A record is only started with the budget to finish it; else wait for a renewal.
+            bool const budget = s.remaining() > step;
+            t.expires_at(clock.timer_expiry(budget ? step : step / 4));
+            auto [wec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (wec || s.stop_requested()) break;
+            if (!budget || s.remaining() <= std::chrono::nanoseconds(0)) continue;
+            ++n;
+            log->add({table_event::kind::record, now(), worker, s.shard(), s.token(), n});
+            std::string value = std::to_string(n);
+            auto [ec] = co_await s.async_checkpoint(std::move(value), asio::as_tuple(asio::use_awaitable));
+            if (ec) break;
+            log->add({table_event::kind::checkpoint_ack, now(), worker, s.shard(), s.token(), n});
+        }
+        log->add({table_event::kind::end, now(), worker, s.shard(), s.token(), n});
+    };
+}
+
+} // namespace test_common
+
+#endif

@@ -1,0 +1,414 @@
+// The lease-table simulation: 5 to 10 workers over 100 to 1,000 shards, through a store with
+// every fault of the sim kit (requests dropped, answers lost after applying, 409/412/5xx,
+// throttling, duplicates, stale reads, writes landing up to a minute late), clocks running at
+// different rates within the declared skew, workers joining, leaving, crashing and freezing
+// beyond their TTL. Each worker consumes numbered records of its shards and checkpoints after
+// each one (test_common/table_workers.hpp). Checked, on what the works saw and what the store
+// applied:
+//   (t1) no two works act on one shard at once: each work's records form one unbroken run;
+//   (t2) every work starts at or after the last checkpoint acknowledged before it;
+//   (t3) the stored checkpoint of a shard never goes back, and its token never goes down and
+//        rises whenever the owner changes;
+//   (t4) after a quiet period every shard is owned by a live worker, each live worker within
+//        one shard of the fair share;
+//   (t5) in the quiet period, writes per renew period are at most the workers' renewals (plus
+//        jitter) and the checkpoints: no per-shard renewal, no churn.
+// And the checker bites: workers whose checkpoints are written unconditionally (as the seed's
+// vmware-go-kcl checkpointer does) are caught.
+//
+// BATON_SIM_SEEDS (a hundredth of it, at least 4) / BATON_SIM_FIRST / BATON_SIM_SEED as for the other suites;
+// BATON_TABLE_DEBUG=<shard id> prints that shard's works and every write applied to it (with a replayed seed).
+
+#include <baton/backend/memory.hpp>
+#include <baton/recipe/lease_table.hpp>
+#include <baton/sim.hpp>
+
+#include <doctest/doctest.h>
+#include <test_common/recording_backend.hpp>
+#include <test_common/sim_seeds.hpp>
+#include <test_common/table_workers.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace sim = baton::sim;
+using namespace std::chrono_literals;
+using baton::error_code;
+using vclock = sim::virtual_clock;
+using vtime = vclock::time_point;
+using net_t = sim::faulty_backend<test_common::recording_backend>;
+
+// A worker's store, as a checkpointer that writes unconditionally sees it: a write that keeps the
+// shard's owner, term and token as this worker last saw them (a checkpoint) loses its precondition.
+class unconditional_checkpoints {
+public:
+    using executor_type = net_t::executor_type;
+    explicit unconditional_checkpoints(net_t inner) : inner_(std::move(inner)), seen_(std::make_shared<seen_map>()) {}
+    executor_type get_executor() const { return inner_.get_executor(); }
+    template <class H>
+    void async_get(std::string key, H&& h) {
+        inner_.async_get(key, [seen = seen_, key, h = std::forward<H>(h)](error_code ec, baton::get_result r) mutable {
+            if (!ec && r.found) note(*seen, key, r.found->body);
+            std::move(h)(ec, std::move(r));
+        });
+    }
+    template <class H>
+    void async_put(std::string key, std::string body, baton::precondition pc, H&& h) {
+        baton::detail::shard_body b;
+        baton::diagnostics d;
+        if (!baton::detail::decode_shard_body(body, b, d)) {
+            auto it = seen_->find(key);
+            if (it != seen_->end() && it->second == std::tuple{b.owner, b.term, b.token}) pc = baton::precondition::none();
+            note(*seen_, key, body);
+        }
+        inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<H>(h));
+    }
+    template <class H>
+    void async_erase(std::string key, baton::precondition pc, H&& h) { inner_.async_erase(std::move(key), std::move(pc), std::forward<H>(h)); }
+    template <class H>
+    void async_list(std::string prefix, std::string after, std::size_t limit, H&& h) {
+        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<H>(h));
+    }
+    template <class H>
+    void async_probe(H&& h) { inner_.async_probe(std::forward<H>(h)); }
+
+private:
+    using seen_map = std::map<std::string, std::tuple<std::string, std::uint64_t, std::uint64_t>>;
+    static void note(seen_map& m, std::string const& key, std::string const& body) {
+        baton::detail::shard_body b;
+        baton::diagnostics d;
+        if (!baton::detail::decode_shard_body(body, b, d)) m[key] = {b.owner, b.term, b.token};
+    }
+    net_t inner_;
+    std::shared_ptr<seen_map> seen_;
+};
+
+struct table_outcome {
+    std::uint64_t runs = 0, shards = 0, workers = 0, records = 0, starts = 0, crashes = 0, freezes = 0, leaves = 0,
+                  quiet_renewals = 0, quiet_checkpoints = 0, quiet_moves = 0, quiet_periods_x_workers = 0;
+    std::vector<std::string> violations;
+    void add(table_outcome const& o) {
+        runs += o.runs, shards += o.shards, workers += o.workers, records += o.records, starts += o.starts;
+        crashes += o.crashes, freezes += o.freezes, leaves += o.leaves, quiet_renewals += o.quiet_renewals;
+        quiet_checkpoints += o.quiet_checkpoints, quiet_moves += o.quiet_moves;
+        quiet_periods_x_workers += o.quiet_periods_x_workers;
+    }
+};
+
+template <class Store>
+class table_sim {
+    using table_t = baton::basic_lease_table<Store, sim::manual_clock, baton::standard_retry>;
+    using timer_t = asio::basic_waitable_timer<vclock, asio::wait_traits<vclock>, asio::any_io_executor>;
+
+    struct worker {
+        std::string name;
+        sim::pausable_executor ex;
+        sim::manual_clock clock;
+        std::unique_ptr<table_t> table;
+        bool frozen = false;
+    };
+
+public:
+    explicit table_sim(std::uint64_t seed) : sched_(seed) {}
+
+    table_outcome run() {
+        auto log = std::make_shared<test_common::applied_log>();
+        baton::memory_backend memory(sched_.get_executor());
+        sim::fault_profile const fp = test_common::random_write_faults(sched_);
+        net_t net(test_common::recording_backend(memory, log), sched_.get_executor(), sched_.rng()(), fp);
+        net_ = &net;
+        out_.runs = 1;
+
+        std::size_t const shards = sched_.uniform() < 0.125 ? 1000 : 100 + static_cast<std::size_t>(sched_.uniform() * 200);
+        std::size_t const total_workers = 5 + static_cast<std::size_t>(sched_.uniform() * 6);
+        out_.shards = shards;
+        out_.workers = total_workers;
+        {
+            std::vector<std::string> ids;
+            for (std::size_t i = 0; i < shards; ++i) ids.push_back("s" + std::to_string(1000 + i));
+            baton::basic_lease_table<baton::memory_backend, sim::manual_clock> admin(sched_.get_executor(), memory, options(""),
+                                                                                    {}, {}, sim::manual_clock{});
+            bool done = false;
+            admin.async_register(ids, [&](error_code ec) {
+                if (ec) violate("register failed: " + ec.message());
+                done = true;
+            });
+            sched_.run_for(1s);
+            if (!done) violate("register did not complete");
+        }
+
+        std::size_t const first = 2 + static_cast<std::size_t>(sched_.uniform() * 3);
+        for (std::size_t i = 0; i < total_workers; ++i) names_.push_back("w" + std::to_string(i));
+        for (std::size_t i = 0; i < first; ++i) start(names_[i]);
+
+        // Chaos: every 5 to 15 s one event, until 240 s.
+        timer_t chaos(sched_.get_executor());
+        std::function<void()> next = [&] {
+            chaos.expires_at(vclock::now() + std::chrono::milliseconds(5000 + sched_.rng()() % 10000));
+            chaos.async_wait([&](error_code ec) {
+                if (ec || vclock::now() > vtime(240s)) return;
+                chaos_event();
+                next();
+            });
+        };
+        next();
+        sched_.run_until(vtime(240s));
+
+        // Quiet: faults off, everyone thawed, every worker running; then measure.
+        net.set_faults_enabled(false);
+        for (auto& n : names_) {
+            auto it = workers_.find(n);
+            if (it == workers_.end() || !it->second.table) start(n);
+            else if (it->second.frozen) {
+                it->second.ex.thaw();
+                it->second.frozen = false;
+            }
+        }
+        sched_.run_until(vtime(420s));
+        std::size_t const quiet_from = log->size();
+        sched_.run_until(vtime(480s));
+        if (char const* dbg = std::getenv("BATON_TABLE_DEBUG")) {
+            std::string const shard = dbg;
+            for (auto const& e : records_->events)
+                if (e.shard == shard)
+                    MESSAGE((e.at / 1000000) << "ms " << e.worker << " tok " << e.token << " kind " << int(e.what) << " n " << e.n);
+            for (auto const& a : *log)
+                if (a.key == "jobs/shards/" + shard || a.key.find("/workers/") != std::string::npos) MESSAGE(a.key << " " << a.body);
+        }
+        check_quiet(*log, quiet_from, memory);
+        check_applied(*log);
+        for (auto const& v : records_->check(false)) violate("(t1/t2) " + v);
+        for (auto const& e : records_->events) {
+            out_.records += e.what == test_common::table_event::kind::record;
+            out_.starts += e.what == test_common::table_event::kind::start;
+        }
+        for (auto& [n, w] : workers_) w.table.reset();
+        sched_.run_for(1s);
+        return out_;
+    }
+
+private:
+    baton::lease_table_options options(std::string name) {
+        baton::lease_table_options o;
+        o.table = "jobs/";
+        o.worker = std::move(name);
+        o.ttl = 9s;
+        o.scan_interval = 3s;
+        o.poll_interval = 500ms;
+        o.max_moves_per_cycle = 8;
+        o.random_seed = sched_.rng()();
+        return o;
+    }
+
+    Store store_for() {
+        if constexpr (std::is_same_v<Store, net_t>) return *net_;
+        else return Store(*net_);
+    }
+
+    void start(std::string const& name) {
+        auto it = workers_.find(name);
+        if (it == workers_.end()) {
+            double const rate = 0.75 + sched_.uniform() * 0.7; // any two within 1.45/0.75 < 2
+            it = workers_.emplace(name, worker{name, sched_.make_participant_executor(), sim::manual_clock(rate), nullptr}).first;
+        }
+        auto& w = it->second;
+        baton::retry_params rp;
+        rp.max_attempts = 2 + static_cast<unsigned>(sched_.rng()() % 3);
+        w.table = std::make_unique<table_t>(w.ex, store_for(), options(name), baton::standard_retry(rp), baton::backend_signer{},
+                                            w.clock);
+        w.table->async_run(test_common::numbered_records_work<table_t>(records_, name, w.clock, 2s), [this, name](error_code ec) {
+            if (ec && ec != asio::error::operation_aborted) violate("worker " + name + " stopped with " + ec.message());
+        });
+    }
+
+    void chaos_event() {
+        std::vector<worker*> running, idle;
+        for (auto const& n : names_) {
+            auto it = workers_.find(n);
+            if (it == workers_.end() || !it->second.table) continue;
+            (it->second.frozen ? idle : running).push_back(&it->second);
+        }
+        double const u = sched_.uniform();
+        // Joins and restarts first when few run.
+        std::vector<std::string> absent;
+        for (auto const& n : names_)
+            if (!workers_.count(n) || !workers_.at(n).table) absent.push_back(n);
+        if ((u < 0.3 || running.size() < 2) && !absent.empty()) return start(absent[sched_.rng()() % absent.size()]);
+        if (!idle.empty() && u < 0.5) {
+            auto* w = idle[sched_.rng()() % idle.size()];
+            w->ex.thaw();
+            w->frozen = false;
+            return;
+        }
+        if (running.size() < 2) return;
+        auto* w = running[sched_.rng()() % running.size()];
+        if (u < 0.7) { // frozen, often beyond its TTL; thawed by a later event or the quiet period
+            w->ex.freeze();
+            w->frozen = true;
+            ++out_.freezes;
+        } else if (u < 0.85) { // crashed: the process is gone; its writes in flight may still land
+            w->table.reset();
+            ++out_.crashes;
+        } else { // leaves gracefully
+            w->table->request_stop();
+            ++out_.leaves;
+            auto* t = w->table.get();
+            // Gone once its run completed; the object stays until the quiet period replaces it.
+            (void)t;
+        }
+    }
+
+    // (t3) over everything the store applied, in order.
+    void check_applied(test_common::applied_log const& log) {
+        std::map<std::string, baton::detail::shard_body> last;
+        for (auto const& a : log) {
+            if (a.key.find("/shards/") == std::string::npos) continue;
+            baton::detail::shard_body b;
+            baton::diagnostics d;
+            if (baton::detail::decode_shard_body(a.body, b, d)) {
+                violate("(t3) " + a.key + " holds a foreign record: " + d.message);
+                continue;
+            }
+            auto it = last.find(a.key);
+            if (it != last.end()) {
+                auto const& p = it->second;
+                auto num = [](std::optional<std::string> const& c) { return c ? std::stoull(*c) : 0ull; };
+                if (num(b.checkpoint) < num(p.checkpoint))
+                    violate("(t3) " + a.key + ": checkpoint went back from " + std::to_string(num(p.checkpoint)) + " to " +
+                            std::to_string(num(b.checkpoint)) + " (written by " + b.owner + ")");
+                if (b.token < p.token) violate("(t3) " + a.key + ": token went down");
+                if ((b.owner != p.owner || b.term != p.term) && !b.owner.empty() && b.token <= p.token)
+                    violate("(t3) " + a.key + ": owner changed to " + b.owner + " without a higher token");
+            }
+            last[a.key] = b;
+        }
+    }
+
+    // (t4) and (t5), from the store as it is and the writes applied since `from`.
+    void check_quiet(test_common::applied_log const& log, std::size_t from, baton::memory_backend& memory) {
+        std::map<std::string, std::uint64_t> live_terms;
+        std::size_t live = 0;
+        for (auto const& n : names_) {
+            auto r = memory.peek("jobs/workers/" + n);
+            if (!r) continue;
+            baton::detail::lease_body b;
+            baton::diagnostics d;
+            if (baton::detail::decode_lease_body(r->body, b, d) || b.released) continue;
+            live_terms[n] = b.token;
+            ++live;
+        }
+        std::map<std::string, std::size_t> owned;
+        std::size_t active = 0, unowned = 0;
+        for (std::size_t i = 0; i < out_.shards; ++i) {
+            auto r = memory.peek("jobs/shards/s" + std::to_string(1000 + i));
+            baton::detail::shard_body b;
+            baton::diagnostics d;
+            if (!r || baton::detail::decode_shard_body(r->body, b, d)) {
+                violate("(t4) shard s" + std::to_string(1000 + i) + " missing or unreadable");
+                continue;
+            }
+            ++active;
+            auto it = live_terms.find(b.owner);
+            if (it == live_terms.end() || it->second != b.term) ++unowned;
+            else ++owned[b.owner];
+        }
+        if (unowned > 0) violate("(t4) " + std::to_string(unowned) + " shards not owned by a live worker after the quiet period");
+        if (live > 0) {
+            std::size_t const lo = active / live, hi = (active + live - 1) / live;
+            for (auto const& [n, t] : live_terms) {
+                std::size_t const c = owned[n];
+                if (c + 1 < lo || c > hi + 1)
+                    violate("(t4) " + n + " owns " + std::to_string(c) + " shards; the fair share is " + std::to_string(lo) +
+                            ".." + std::to_string(hi));
+            }
+        }
+        // (t5): writes in the last 60 s (20 renew periods of 3 s).
+        std::map<std::string, baton::detail::shard_body> prev;
+        for (std::size_t i = 0; i < from && i < log.size(); ++i)
+            if (log[i].key.find("/shards/") != std::string::npos) {
+                baton::detail::shard_body b;
+                baton::diagnostics d;
+                if (!baton::detail::decode_shard_body(log[i].body, b, d)) prev[log[i].key] = b;
+            }
+        std::uint64_t renewals = 0, checkpoints = 0, moves = 0;
+        std::map<std::string, int> per_worker;
+        for (std::size_t i = from; i < log.size(); ++i) {
+            auto const& a = log[i];
+            if (a.key.find("/workers/") != std::string::npos) {
+                ++renewals;
+                ++per_worker[a.key];
+                continue;
+            }
+            baton::detail::shard_body b;
+            baton::diagnostics d;
+            if (baton::detail::decode_shard_body(a.body, b, d)) continue;
+            auto& p = prev[a.key];
+            bool const checkpoint = p.owner == b.owner && p.term == b.term && p.token == b.token &&
+                                    p.requested_by == b.requested_by && p.checkpoint != b.checkpoint;
+            (checkpoint ? checkpoints : moves) += 1;
+            p = b;
+        }
+        out_.quiet_renewals = renewals;
+        out_.quiet_checkpoints = checkpoints;
+        out_.quiet_moves = moves;
+        out_.quiet_periods_x_workers = 20 * live;
+        // Renewals every ttl/3 of the worker's own time, jittered down by up to 20%: at most 1.25 per
+        // period of its clock (which may run fast), plus one at the edge.
+        double bound = 0;
+        for (auto const& [n, t] : live_terms) bound += 1.25 * 20 * workers_.at(n).clock.rate() + 1;
+        if (static_cast<double>(renewals) > bound)
+        {
+            std::string detail;
+            for (auto const& [k, n] : per_worker) detail += " " + k + ":" + std::to_string(n);
+            violate("(t5) " + std::to_string(renewals) + " worker writes in 20 renew periods with " + std::to_string(live) +
+                    " live workers (" + detail + " )");
+        }
+        if (moves > live)
+            violate("(t5) " + std::to_string(moves) + " shard writes other than checkpoints in a quiet minute");
+    }
+
+    void violate(std::string v) { out_.violations.push_back(std::move(v)); }
+
+    sim::scheduler sched_;
+    net_t* net_ = nullptr;
+    std::vector<std::string> names_;
+    std::map<std::string, worker> workers_;
+    std::shared_ptr<test_common::table_log> records_ = std::make_shared<test_common::table_log>();
+    table_outcome out_;
+};
+
+} // namespace
+
+TEST_SUITE("simulation") {
+
+TEST_CASE("lease table: one work per shard at a time, checkpoints never go back, balanced, cost per worker") {
+    auto const range = test_common::seed_range::from_env(100);
+    auto r = range;
+    if (test_common::env_u64("BATON_SIM_SEED", 0) == 0) r.count = std::max<std::uint64_t>(r.count, 4);
+    table_outcome total;
+    std::uint64_t const failed = test_common::run_seeds(r, total, [](std::uint64_t s) { return table_sim<net_t>(s).run(); }, 10);
+    MESSAGE(r.count << " runs: " << total.shards << " shards, " << total.workers << " workers, " << total.records
+                    << " records, " << total.starts << " works started; " << total.crashes << " crashes, " << total.freezes
+                    << " freezes, " << total.leaves << " leaves; quiet minute: " << total.quiet_renewals << " renewals for "
+                    << total.quiet_periods_x_workers << " worker-periods, " << total.quiet_checkpoints << " checkpoints, "
+                    << total.quiet_moves << " other shard writes");
+    CHECK(failed == 0);
+}
+
+TEST_CASE("the table checker bites: unconditional checkpoints (the seed's checkpointer) are caught") {
+    std::uint64_t const runs = 4;
+    auto const f = test_common::count_flagged(runs, "(t", [](std::uint64_t s) { return table_sim<unconditional_checkpoints>(s).run(); });
+    MESSAGE("unconditional checkpoints: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
+}
+
+}

@@ -1,0 +1,390 @@
+// The lease table, deterministically, in virtual time on the memory store: acquisition with
+// tokens and checkpoints, balancing with graceful handoff, a dead worker's shards taken after the
+// takeover window, a frozen worker's checkpoint refused by the store, a late checkpoint that
+// lands after its writer lost the shard, shutdown handing everything over, retire and register,
+// and the steady-state cost (one write per worker per renew period, whatever the shard count).
+
+#include <baton/backend/memory.hpp>
+#include <baton/recipe/lease_table.hpp>
+#include <baton/sim.hpp>
+
+#include <doctest/doctest.h>
+#include <test_common/commit_stores.hpp>
+#include <test_common/table_workers.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace sim = baton::sim;
+using namespace std::chrono_literals;
+using baton::errc;
+using baton::error_code;
+using vclock = sim::virtual_clock;
+
+// Counts the writes (puts) that reach the store, by key prefix.
+class counting_store {
+public:
+    using executor_type = baton::memory_backend::executor_type;
+    counting_store(baton::memory_backend inner, std::shared_ptr<std::map<std::string, int>> counts)
+        : inner_(std::move(inner)), counts_(std::move(counts)) {}
+    executor_type get_executor() const { return inner_.get_executor(); }
+    template <class H>
+    void async_get(std::string key, H&& h) {
+        ++(*counts_)["reads"];
+        inner_.async_get(std::move(key), std::forward<H>(h));
+    }
+    template <class H>
+    void async_put(std::string key, std::string body, baton::precondition pc, H&& h) {
+        ++(*counts_)[key.find("/shards/") != std::string::npos ? "shard writes" : "worker writes"];
+        inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<H>(h));
+    }
+    template <class H>
+    void async_erase(std::string key, baton::precondition pc, H&& h) {
+        inner_.async_erase(std::move(key), std::move(pc), std::forward<H>(h));
+    }
+    template <class H>
+    void async_list(std::string prefix, std::string after, std::size_t limit, H&& h) {
+        ++(*counts_)["lists"];
+        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<H>(h));
+    }
+    template <class H>
+    void async_probe(H&& h) {
+        inner_.async_probe(std::forward<H>(h));
+    }
+    baton::memory_backend& inner() { return inner_; }
+
+private:
+    baton::memory_backend inner_;
+    std::shared_ptr<std::map<std::string, int>> counts_;
+};
+
+baton::lease_table_options table_options(std::string worker, std::uint64_t seed) {
+    baton::lease_table_options o;
+    o.table = "t/";
+    o.worker = std::move(worker);
+    o.ttl = 9s;
+    o.scan_interval = 3s;
+    o.poll_interval = 500ms;
+    o.random_seed = seed;
+    return o;
+}
+
+template <class Store>
+struct world {
+    using table_t = baton::basic_lease_table<Store, sim::manual_clock, baton::standard_retry>;
+    struct worker {
+        sim::pausable_executor ex;
+        std::unique_ptr<table_t> table;
+        std::optional<error_code> finished;
+    };
+
+    sim::scheduler& sched;
+    Store store;
+    std::shared_ptr<test_common::table_log> log = std::make_shared<test_common::table_log>();
+    std::map<std::string, worker> workers;
+
+    world(sim::scheduler& s, Store st) : sched(s), store(std::move(st)) {}
+
+    table_t& admin() {
+        if (!admin_) {
+            auto o = table_options("", 99);
+            admin_ = std::make_unique<table_t>(sched.get_executor(), store, o, baton::standard_retry{}, baton::backend_signer{},
+                                               sim::manual_clock{});
+        }
+        return *admin_;
+    }
+
+    void register_shards(int count) {
+        std::vector<std::string> ids;
+        for (int i = 0; i < count; ++i) ids.push_back("s" + std::to_string(100 + i));
+        bool done = false;
+        admin().async_register(ids, [&](error_code ec) {
+            REQUIRE_FALSE(ec);
+            done = true;
+        });
+        sched.run_for(1s);
+        REQUIRE(done);
+    }
+
+    table_t& start(std::string name, double rate = 1.0, baton::lease_table_options o = {}) {
+        if (o.worker.empty()) o = table_options(name, std::hash<std::string>{}(name));
+        auto& w = workers.emplace(name, worker{sched.make_participant_executor(), nullptr, std::nullopt}).first->second;
+        sim::manual_clock clock(rate);
+        w.table = std::make_unique<table_t>(w.ex, store, o, baton::standard_retry{}, baton::backend_signer{}, clock);
+        w.table->async_run(test_common::numbered_records_work<table_t>(log, name, clock, 1s),
+                           [&w](error_code ec) { w.finished = ec; });
+        return *w.table;
+    }
+
+    baton::table_snapshot snapshot() {
+        std::optional<baton::table_snapshot> out;
+        admin().async_snapshot([&](error_code ec, baton::table_snapshot s) {
+            REQUIRE_FALSE(ec);
+            out = std::move(s);
+        });
+        sched.run_for(100ms);
+        REQUIRE(out);
+        return *out;
+    }
+
+    std::map<std::string, std::size_t> owned() {
+        std::map<std::string, std::size_t> n;
+        for (auto const& s : snapshot().shards)
+            if (s.state == baton::table_shard_state::owned) ++n[s.owner];
+        return n;
+    }
+
+    void check_log(bool exactly_once) {
+        for (auto const& v : log->check(exactly_once)) FAIL_CHECK(v);
+    }
+
+private:
+    std::unique_ptr<table_t> admin_;
+};
+
+} // namespace
+
+TEST_SUITE("lease table") {
+
+TEST_CASE("one worker acquires every shard with token 1, checkpoints, and a snapshot shows it") {
+    sim::scheduler sched(1);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(5);
+    w.start("a");
+    sched.run_for(10s);
+    auto snap = w.snapshot();
+    REQUIRE(snap.shards.size() == 5);
+    for (auto const& s : snap.shards) {
+        CHECK(s.owner == "a");
+        CHECK(s.token == 1u);
+        CHECK(s.state == baton::table_shard_state::owned);
+        REQUIRE(s.checkpoint);
+        CHECK(std::stoi(*s.checkpoint) >= 7);
+    }
+    REQUIRE(snap.workers.size() == 1);
+    CHECK(snap.workers[0].name == "a");
+    CHECK(snap.workers[0].shards == 5u);
+    CHECK_FALSE(snap.workers[0].released);
+    w.check_log(true);
+}
+
+TEST_CASE("a joining worker gets its fair share by graceful handoff: no record processed twice, tokens rise") {
+    sim::scheduler sched(2);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(11);
+    w.start("a");
+    sched.run_for(8s);
+    CHECK(w.owned()["a"] == 11u);
+    auto const joined = vclock::now();
+    w.start("b");
+    w.start("c");
+    sched.run_for(30s);
+    auto n = w.owned();
+    CHECK(n["a"] + n["b"] + n["c"] == 11u);
+    for (auto const* name : {"a", "b", "c"}) {
+        CHECK(n[name] >= 3u);
+        CHECK(n[name] <= 4u);
+    }
+    // Each shard that moved resumed from the giver's last checkpoint under a higher token.
+    for (auto const& s : w.snapshot().shards)
+        if (s.owner != "a") CHECK(s.token >= 2u);
+    w.check_log(true);
+    // Moves are graceful: the taker started within a poll of the giver's end.
+    std::map<std::string, std::int64_t> last_end;
+    for (auto const& e : w.log->events) {
+        if (e.at < joined.time_since_epoch().count()) continue;
+        if (e.what == test_common::table_event::kind::end) last_end[e.shard] = e.at;
+        if (e.what == test_common::table_event::kind::start && last_end.count(e.shard))
+            CHECK(std::chrono::nanoseconds(e.at - last_end[e.shard]) <= 1500ms);
+    }
+}
+
+TEST_CASE("a frozen worker's shards are taken after ttl x skew; its late checkpoint is refused by the store") {
+    sim::scheduler sched(3);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(4);
+    auto& a = w.start("a");
+    sched.run_for(6s);
+    w.start("b");
+    sched.run_for(20s);
+    auto before = w.owned();
+    REQUIRE(before["a"] >= 1u);
+    auto const frozen_at = vclock::now();
+    w.workers.at("a").ex.freeze();
+    sched.run_for(40s);
+    auto after = w.owned();
+    CHECK(after["b"] == 4u);
+    // Taken within ttl x skew (18 s) plus a scan (3 s) and the settling of the window.
+    std::int64_t first_take = 0;
+    for (auto const& e : w.log->events)
+        if (e.what == test_common::table_event::kind::start && e.worker == "b" && e.at > frozen_at.time_since_epoch().count()) {
+            first_take = e.at;
+            break;
+        }
+    REQUIRE(first_take > 0);
+    CHECK(std::chrono::nanoseconds(first_take - frozen_at.time_since_epoch().count()) <= 18s + 2 * 3s + 1s);
+    auto const progress = w.log->progress();
+    w.workers.at("a").ex.thaw();
+    sched.run_for(20s);
+    // a lost everything when it resumed; nothing it did after went back on b's progress.
+    CHECK(a.running_shards().size() <= 2u);
+    w.check_log(false);
+    for (auto const& s : w.snapshot().shards) {
+        REQUIRE(s.checkpoint);
+        CHECK(std::stoull(*s.checkpoint) >= progress.at(s.shard));
+    }
+}
+
+TEST_CASE("a checkpoint held in the network until its writer lost the shard is refused by the store") {
+    sim::scheduler sched(4);
+    test_common::holding_store store(baton::memory_backend(sched.get_executor()));
+    world<test_common::holding_store> w(sched, store);
+    w.register_shards(1);
+    w.start("a");
+    sched.run_for(5s);
+    // Hold a's next checkpoint in the network and freeze a as it is sent (before it hears the timeout).
+    store.hold_next("t/shards/s100");
+    for (int i = 0; i < 3000 && store.held() == 0; ++i) sched.run_for(1ms);
+    REQUIRE(store.held() == 1u);
+    w.workers.at("a").ex.freeze();
+    w.start("b");
+    sched.run_for(40s);
+    REQUIRE(w.owned()["b"] == 1u);
+    auto const b_progress = w.log->progress().at("s100");
+    // a's checkpoint lands now: the store refuses it (b's claim changed the version).
+    std::optional<error_code> landed;
+    store.land_held([&](error_code ec) { landed = ec; });
+    sched.run_for(2s);
+    REQUIRE(landed);
+    CHECK(*landed == error_code(errc::precondition_failed));
+    auto snap = w.snapshot();
+    REQUIRE(snap.shards.size() == 1);
+    CHECK(std::stoull(*snap.shards[0].checkpoint) >= b_progress);
+    CHECK(snap.shards[0].owner == "b");
+    w.workers.at("a").ex.thaw();
+    sched.run_for(10s);
+    w.check_log(false);
+}
+
+TEST_CASE("a checkpoint held until after its writer's deadline but landing before the claim is kept, and the taker resumes from it") {
+    sim::scheduler sched(8);
+    test_common::holding_store store(baton::memory_backend(sched.get_executor()));
+    world<test_common::holding_store> w(sched, store);
+    w.register_shards(1);
+    w.start("a");
+    sched.run_for(5s);
+    store.hold_next("t/shards/s100");
+    for (int i = 0; i < 3000 && store.held() == 0; ++i) sched.run_for(1ms);
+    REQUIRE(store.held() == 1u);
+    w.workers.at("a").ex.freeze();
+    auto const held_progress = w.log->progress().at("s100");
+    sched.run_for(12s); // past a's renew deadline (6 s), before anyone may take over (18 s)
+    std::optional<error_code> landed;
+    store.land_held([&](error_code ec) { landed = ec; });
+    sched.run_for(10ms);
+    REQUIRE(landed);
+    CHECK_FALSE(*landed);
+    w.start("b");
+    sched.run_for(40s);
+    REQUIRE(w.owned()["b"] == 1u);
+    std::uint64_t b_started_from = 0;
+    for (auto const& e : w.log->events)
+        if (e.what == test_common::table_event::kind::start && e.worker == "b") b_started_from = e.n;
+    CHECK(b_started_from == held_progress);
+    w.workers.at("a").ex.thaw();
+    sched.run_for(10s);
+    w.check_log(false);
+}
+
+TEST_CASE("stopping hands every shard over at once; the lease record is released") {
+    sim::scheduler sched(5);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(6);
+    auto& a = w.start("a");
+    sched.run_for(5s);
+    w.start("b");
+    sched.run_for(20s);
+    auto const stop_at = vclock::now();
+    a.request_stop();
+    sched.run_for(5s);
+    REQUIRE(w.workers.at("a").finished);
+    CHECK_FALSE(*w.workers.at("a").finished);
+    auto n = w.owned();
+    CHECK(n["b"] == 6u);
+    auto snap = w.snapshot();
+    for (auto const& wk : snap.workers)
+        if (wk.name == "a") CHECK(wk.released);
+    // b started each of a's shards within a scan of the stop, with nothing processed twice.
+    for (auto const& e : w.log->events)
+        if (e.what == test_common::table_event::kind::start && e.worker == "b" && e.at > stop_at.time_since_epoch().count())
+            CHECK(std::chrono::nanoseconds(e.at - stop_at.time_since_epoch().count()) <= 4s);
+    w.check_log(true);
+}
+
+TEST_CASE("retire stops the owner and keeps the token; register brings the shard back above it") {
+    sim::scheduler sched(6);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(2);
+    auto& a = w.start("a");
+    sched.run_for(5s);
+    bool retired = false;
+    w.admin().async_retire({"s100"}, [&](error_code ec) {
+        CHECK_FALSE(ec);
+        retired = true;
+    });
+    sched.run_for(5s);
+    REQUIRE(retired);
+    auto snap = w.snapshot();
+    CHECK(snap.shards[0].state == baton::table_shard_state::retired);
+    CHECK(snap.shards[0].owner.empty());
+    CHECK(a.running_shards() == std::vector<std::string>{"s101"});
+    std::optional<error_code> unknown;
+    w.admin().async_retire({"nope"}, [&](error_code ec) { unknown = ec; });
+    std::optional<error_code> bad;
+    w.admin().async_register({""}, [&](error_code ec) { bad = ec; });
+    sched.run_for(1s);
+    CHECK(unknown == error_code(errc::not_found));
+    CHECK(bad == error_code(errc::invalid_argument));
+    w.admin().async_register({"s100"}, [&](error_code ec) { CHECK_FALSE(ec); });
+    sched.run_for(5s);
+    snap = w.snapshot();
+    CHECK(snap.shards[0].state == baton::table_shard_state::owned);
+    CHECK(snap.shards[0].token == 2u);
+    w.check_log(true);
+}
+
+TEST_CASE("steady state: one write per worker per renew period, whatever the number of shards") {
+    for (int shards : {30, 300}) {
+        CAPTURE(shards);
+        sim::scheduler sched(7);
+        auto counts = std::make_shared<std::map<std::string, int>>();
+        world<counting_store> w(sched, counting_store(baton::memory_backend(sched.get_executor()), counts));
+        w.register_shards(shards);
+        for (auto const* n : {"a", "b", "c"}) w.start(n);
+        sched.run_for(60s);
+        // Quiet from here: stop the works' checkpoints from counting by reading shard writes apart.
+        auto const before = *counts;
+        sched.run_for(90s); // 30 renew periods of 3 s
+        int const worker_writes = (*counts)["worker writes"] - before.at("worker writes");
+        int const moves = (*counts)["shard writes"] - before.at("shard writes");
+        int const records = static_cast<int>(std::count_if(w.log->events.begin(), w.log->events.end(), [&](auto const& e) {
+            return e.what == test_common::table_event::kind::checkpoint_ack &&
+                   e.at > (vclock::now() - 90s).time_since_epoch().count();
+        }));
+        MESSAGE("shards " << shards << ": worker writes " << worker_writes << ", shard writes " << moves << " of which checkpoints "
+                          << records << ", reads " << (*counts)["reads"] - before.at("reads") << ", lists "
+                          << (*counts)["lists"] - before.at("lists") << " in 30 renew periods");
+        // Renewals at ttl/3 jittered down by up to 20%: at most 1.25 per period and worker.
+        CHECK(worker_writes <= static_cast<int>(3 * 30 * 1.25) + 3);
+        CHECK(moves - records <= 3); // shard writes beyond the checkpoints: none once balanced
+    }
+}
+
+} // TEST_SUITE
