@@ -31,6 +31,10 @@
 #include <boost/json/serialize.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <cerrno>
 #include <charconv>
@@ -52,6 +56,7 @@
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace {
@@ -75,6 +80,7 @@ char const* const usage_main =
     "  status   show who holds a lease\n"
     "  probe    show what a store honours (conditional writes)\n"
     "  kv       get, put, erase and list versioned values (get|put|rm|list)\n"
+    "  table    a lease table: shards split among workers (register|retire|status|work)\n"
     "\n"
     "stores are URLs: file:///path/to/dir, s3://bucket[/prefix], dynamodb://table,\n"
     "  s3://bucket[/prefix]?lock=dynamodb://table (an S3 store without conditional writes,\n"
@@ -184,6 +190,44 @@ char const* const usage_kv =
     "(the message says whether a write may have landed); 64 on bad usage or a store\n"
     "that cannot work as configured (missing bucket or table, refused credentials,\n"
     "a store that ignores preconditions).\n";
+
+char const* const usage_table =
+    "usage: baton table register --store URL SHARD...\n"
+    "       baton table retire   --store URL SHARD...\n"
+    "       baton table status   --store URL [--json]\n"
+    "       baton table work     --store URL [--worker NAME] [--records N] [--step DURATION]\n"
+    "                            [--ttl DURATION] [--log FILE]\n"
+    "\n"
+    "A lease table: shards (streams, partitions, tenants, queues) split among workers,\n"
+    "each shard owned by one worker at a time, with a fencing token that rises at each\n"
+    "change of owner and a checkpoint that only its owner can write. The store URL names\n"
+    "the table (a directory, a bucket prefix, a DynamoDB table).\n"
+    "  register  adds shards (a retired shard comes back with its token)\n"
+    "  retire    retires shards: their owners stop, nobody claims them again\n"
+    "  status    prints every shard (owner, token, checkpoint, state) and every worker\n"
+    "            (--json: {\"shards\": [{\"shard\", \"owner\", \"term\", \"token\",\n"
+    "            \"checkpoint\", \"state\", \"requested_by\"}], \"workers\": [{\"name\",\n"
+    "            \"term\", \"released\", \"shards\"}]})\n"
+    "  work      runs a worker that consumes numbered records 1..N of each shard it is\n"
+    "            handed, one per --step, checkpointing after each; SIGTERM or SIGINT\n"
+    "            hands its shards over and exits 0\n"
+    "\n"
+    "options:\n"
+    "  --store URL        file:///dir, s3://bucket[/prefix], dynamodb://table, or\n"
+    "                     s3://bucket[/prefix]?lock=dynamodb://table\n"
+    "  --worker NAME      work: this worker's name, unique among live workers\n"
+    "                     (default: host name and process id)\n"
+    "  --records N        work: records per shard (default 0: without end)\n"
+    "  --step DURATION    work: time to process one record (default 100ms)\n"
+    "  --ttl DURATION     work: the worker lease's TTL (default 20s); a dead worker's\n"
+    "                     shards are taken after twice that\n"
+    "  --log FILE         work: append one line per event to FILE:\n"
+    "                     MONOTONIC_NS WORKER SHARD TOKEN start|record|refused|end N\n"
+    "  --json             status: print one JSON document\n"
+    "%s"
+    "\n"
+    "exit status: 0 done; 1 a store operation failed; 64 on bad usage or a store that\n"
+    "cannot work as configured.\n";
 
 // The options of the AWS stores, shared by every command's help.
 char const* const usage_aws =
@@ -310,6 +354,13 @@ struct options {
     bool if_absent = false;
     std::optional<std::uint64_t> fence;
     bool json = false;
+    // table
+    std::string table_action;          // register, retire, status, work
+    std::vector<std::string> shards;   // register, retire
+    std::string worker;                // work
+    std::uint64_t records = 0;         // work: records per shard (0: without end)
+    std::chrono::milliseconds step = 100ms;
+    std::string log_path;              // work: event lines
 };
 
 std::uint64_t parse_u64_option(char const* name, std::string const& text, bool allow_zero) {
@@ -336,6 +387,7 @@ options parse_args(int argc, char** argv) {
     char const* usage = o.command == "run" ? usage_run : o.command == "status" ? usage_status
                         : o.command == "probe"                                  ? usage_probe
                         : o.command == "kv"                                     ? usage_kv
+                        : o.command == "table"                                  ? usage_table
                                                                                 : nullptr;
     if (!usage) die(exit_usage, "unknown command '" + o.command + "' (try 'baton --help')");
     int first = 2;
@@ -353,6 +405,24 @@ options parse_args(int argc, char** argv) {
             die(exit_usage, "unknown kv action '" + o.kv_action + "' (get, put, rm or list)");
         first = 3;
     }
+    if (o.command == "table") {
+        if (argc < 3) {
+            print_usage(usage_table, stderr);
+            std::exit(exit_usage);
+        }
+        o.table_action = argv[2];
+        if (o.table_action == "--help" || o.table_action == "-h") {
+            print_usage(usage_table, stdout);
+            std::exit(0);
+        }
+        if (o.table_action != "register" && o.table_action != "retire" && o.table_action != "status" &&
+            o.table_action != "work")
+            die(exit_usage, "unknown table action '" + o.table_action + "' (register, retire, status or work)");
+        first = 3;
+    }
+    bool const table = o.command == "table";
+    bool const table_shards = table && (o.table_action == "register" || o.table_action == "retire");
+    bool const table_work = table && o.table_action == "work";
     bool const kv = o.command == "kv";
     bool const kv_write = kv && (o.kv_action == "put" || o.kv_action == "rm");
     for (int i = first; i < argc; ++i) {
@@ -377,7 +447,12 @@ options parse_args(int argc, char** argv) {
         else if (a == "--virtual-hosted") virtual_hosted = true;
         else if (a == "--key") o.key = value("--key");
         else if (a == "--owner" && o.command == "run") o.owner = value("--owner");
-        else if (a == "--ttl" && o.command == "run") o.ttl = duration("--ttl");
+        else if (a == "--ttl" && (o.command == "run" || table_work)) o.ttl = duration("--ttl");
+        else if (a == "--worker" && table_work) o.worker = value("--worker");
+        else if (a == "--records" && table_work) o.records = parse_u64_option("--records", value("--records"), true);
+        else if (a == "--step" && table_work) o.step = duration("--step");
+        else if (a == "--log" && table_work) o.log_path = value("--log");
+        else if (table_shards && !a.empty() && a[0] != '-') o.shards.emplace_back(a);
         else if (a == "--wait" && o.command == "run") o.wait = duration("--wait");
         else if (a == "--no-wait" && o.command == "run") o.no_wait = true;
         else if (a == "--grace" && o.command == "run") o.grace = duration("--grace");
@@ -388,7 +463,9 @@ options parse_args(int argc, char** argv) {
         else if (a == "--if-version" && kv_write) o.if_version = parse_u64_option("--if-version", value("--if-version"), false);
         else if (a == "--if-absent" && kv && o.kv_action == "put") o.if_absent = true;
         else if (a == "--fence" && kv_write) o.fence = parse_u64_option("--fence", value("--fence"), true);
-        else if (a == "--json" && (kv || o.command == "status" || o.command == "probe")) o.json = true;
+        else if (a == "--json" && (kv || o.command == "status" || o.command == "probe" ||
+                                   (table && o.table_action == "status")))
+            o.json = true;
         else if (kv && !a.empty() && a[0] != '-' && o.key.empty()) o.key = std::string(a);
         else if (a == "--" && o.command == "run") {
             for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
@@ -396,7 +473,8 @@ options parse_args(int argc, char** argv) {
     }
     if (o.store.empty()) die(exit_usage, "--store is required (e.g. --store file:///var/lib/baton)");
     if (kv && o.kv_action != "list" && o.key.empty()) die(exit_usage, "baton kv " + o.kv_action + ": a KEY is required");
-    if (!kv && o.command != "probe" && o.key.empty()) die(exit_usage, "--key is required");
+    if (!kv && !table && o.command != "probe" && o.key.empty()) die(exit_usage, "--key is required");
+    if (table_shards && o.shards.empty()) die(exit_usage, "baton table " + o.table_action + ": at least one SHARD is required");
     if (o.if_absent && o.if_version) die(exit_usage, "--if-version and --if-absent exclude each other");
     if (o.command == "run" && o.argv.empty()) die(exit_usage, "no command to run: put it after --");
     if (o.no_wait && o.wait) die(exit_usage, "--wait and --no-wait exclude each other");
@@ -830,6 +908,140 @@ int run_kv(asio::io_context& ioc, Kv& kv, options const& o, store_context const&
 
 // ---- observing the lease (--metrics-file, --verbose) -------------------------
 
+// ---- table -----------------------------------------------------------------
+
+// One line per worker event, appended with one write(2) (lines stay whole across processes).
+struct table_event_log {
+    int fd = -1;
+    // `at`: when the event was decided (a record is logged with the time its budget was checked,
+    // so that a process stopped between the check and the write is judged by the check).
+    void write(std::string const& worker, std::string const& shard, std::uint64_t token, char const* what, std::uint64_t n,
+               std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now()) const {
+        if (fd < 0) return;
+        auto const ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch());
+        std::string line = std::to_string(ns.count()) + " " + worker + " " + shard + " " + std::to_string(token) + " " + what +
+                           " " + std::to_string(n) + "\n";
+        [[maybe_unused]] auto written = ::write(fd, line.data(), line.size());
+    }
+};
+
+template <class Table>
+int run_table(asio::io_context& ioc, Table& table, options const& o, store_context const& store) {
+    int code = exit_failure;
+    if (o.table_action == "register" || o.table_action == "retire") {
+        bool const retire = o.table_action == "retire";
+        auto done = [&](baton::error_code ec) {
+            if (ec) {
+                code = report_store_error(store, std::string("cannot ") + (retire ? "retire" : "register") + " shards", ec,
+                                          table.last_diagnostics(), exit_failure);
+                return;
+            }
+            code = 0;
+            std::printf("%s %zu shard%s\n", retire ? "retired" : "registered", o.shards.size(), o.shards.size() == 1 ? "" : "s");
+        };
+        if (retire) table.async_retire(o.shards, done);
+        else table.async_register(o.shards, done);
+        ioc.run();
+        return code;
+    }
+    if (o.table_action == "status") {
+        table.async_snapshot([&](baton::error_code ec, baton::table_snapshot snap) {
+            if (ec) {
+                code = report_store_error(store, "cannot read the table", ec, table.last_diagnostics(), exit_failure);
+                return;
+            }
+            code = 0;
+            if (o.json) {
+                boost::json::array shards, workers;
+                for (auto const& s : snap.shards) {
+                    boost::json::object j;
+                    j["shard"] = s.shard;
+                    j["owner"] = s.owner.empty() ? boost::json::value(nullptr) : boost::json::value(s.owner);
+                    j["term"] = s.term;
+                    j["token"] = s.token;
+                    j["checkpoint"] = s.checkpoint ? boost::json::value(*s.checkpoint) : boost::json::value(nullptr);
+                    j["state"] = baton::to_string(s.state);
+                    j["requested_by"] = s.requested_by.empty() ? boost::json::value(nullptr) : boost::json::value(s.requested_by);
+                    shards.push_back(std::move(j));
+                }
+                for (auto const& w : snap.workers) {
+                    boost::json::object j;
+                    j["name"] = w.name;
+                    j["term"] = w.term;
+                    j["released"] = w.released;
+                    j["shards"] = w.shards;
+                    workers.push_back(std::move(j));
+                }
+                boost::json::object doc;
+                doc["shards"] = std::move(shards);
+                doc["workers"] = std::move(workers);
+                print_json(doc);
+                return;
+            }
+            std::printf("%-24s %-20s %8s %-10s %s\n", "SHARD", "OWNER", "TOKEN", "STATE", "CHECKPOINT");
+            for (auto const& s : snap.shards)
+                std::printf("%-24s %-20s %8llu %-10s %s\n", s.shard.c_str(), s.owner.empty() ? "-" : s.owner.c_str(),
+                            static_cast<unsigned long long>(s.token), baton::to_string(s.state),
+                            s.checkpoint ? s.checkpoint->c_str() : "-");
+            std::printf("\n%-24s %-20s %8s %s\n", "WORKER", "TERM", "SHARDS", "STATE");
+            for (auto const& w : snap.workers)
+                std::printf("%-24s %-20llu %8zu %s\n", w.name.c_str(), static_cast<unsigned long long>(w.term), w.shards,
+                            w.released ? "ended" : "live");
+        });
+        ioc.run();
+        return code;
+    }
+    // work: numbered records of each shard, a checkpoint after each.
+    table_event_log log;
+    if (!o.log_path.empty()) {
+        log.fd = ::open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (log.fd < 0) die(exit_usage, "--log " + o.log_path + ": " + std::strerror(errno));
+    }
+    std::string const worker = table.options().worker;
+    auto const records = o.records;
+    auto const step = std::chrono::nanoseconds(o.step);
+    auto work = [log, worker, records, step](typename Table::shard_type s) -> asio::awaitable<void> {
+        std::uint64_t n = 0;
+        if (auto const& cp = s.grant().checkpoint) std::from_chars(cp->data(), cp->data() + cp->size(), n);
+        log.write(worker, s.shard(), s.token(), "start", n);
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        while (!s.stop_requested() && (records == 0 || n < records)) {
+            bool const budget = s.remaining() > step; // start a record only with the time to finish it
+            t.expires_after(budget ? step : step / 4);
+            auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (ec || s.stop_requested()) break;
+            auto const decided = std::chrono::steady_clock::now();
+            if (!budget || s.remaining() <= std::chrono::nanoseconds(0)) continue;
+            ++n;
+            log.write(worker, s.shard(), s.token(), "record", n, decided);
+            std::string value = std::to_string(n);
+            auto [cec] = co_await s.async_checkpoint(std::move(value), asio::as_tuple(asio::use_awaitable));
+            if (cec) {
+                log.write(worker, s.shard(), s.token(), "refused", n);
+                break;
+            }
+        }
+        // Done with the records: keep the shard (returning would give it up) until asked to stop.
+        if (!s.stop_requested()) co_await s.async_wait_stop(asio::as_tuple(asio::use_awaitable));
+        log.write(worker, s.shard(), s.token(), "end", n);
+    };
+    asio::signal_set signals(ioc, SIGTERM, SIGINT);
+    signals.async_wait([&](baton::error_code ec, int) {
+        if (!ec) table.request_stop();
+    });
+    table.async_run(work, [&](baton::error_code ec) {
+        signals.cancel();
+        if (ec) {
+            code = report_store_error(store, "worker stopped", ec, table.last_diagnostics(), exit_failure);
+            return;
+        }
+        code = 0;
+    });
+    ioc.run();
+    if (log.fd >= 0) ::close(log.fd);
+    return code;
+}
+
 std::string millis_text(std::chrono::nanoseconds d) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f ms", std::chrono::duration<double, std::milli>(d).count());
@@ -919,6 +1131,19 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
     if (o.command == "kv") {
         baton::basic_kv<Backend> kv(ioc.get_executor(), std::move(backend));
         return run_kv(ioc, kv, o, store);
+    }
+    if (o.command == "table") {
+        baton::lease_table_options to;
+        to.worker = o.worker.empty() ? default_owner() + "-" + std::to_string(::getpid()) : o.worker;
+        to.ttl = o.ttl;
+        to.poll_interval = std::min<std::chrono::milliseconds>(1000ms, std::max<std::chrono::milliseconds>(o.ttl / 10, 10ms));
+        try {
+            baton::basic_lease_table<Backend, baton::steady_clock, baton::standard_retry, Signer> table(
+                ioc.get_executor(), std::move(backend), to);
+            return run_table(ioc, table, o, store);
+        } catch (baton::config_error const& e) {
+            die(exit_usage, e.what());
+        }
     }
     baton::lease_options lo;
     lo.key = o.key;

@@ -17,6 +17,7 @@
 #include <baton/recipe/fenced.hpp>
 #include <baton/recipe/kv.hpp>
 #include <baton/recipe/lease.hpp>
+#include <baton/recipe/lease_table.hpp>
 #include <baton/store/commit_protocol.hpp>
 
 namespace baton {
@@ -34,6 +35,9 @@ using s3_dynamodb_election = basic_election<s3_dynamodb_commit, steady_clock, st
 using s3_dynamodb_fenced = basic_fenced<s3_dynamodb_commit>;
 /// A versioned key-value store on S3 through a DynamoDB commit table.
 using s3_dynamodb_kv = basic_kv<s3_dynamodb_commit>;
+
+/// A lease table whose records live in S3 through a DynamoDB commit table.
+using s3_dynamodb_lease_table = basic_lease_table<s3_dynamodb_commit, steady_clock, standard_retry, aws::sigv4_signer>;
 
 } // namespace baton
 

@@ -15,6 +15,7 @@
 #include <baton/recipe/fenced.hpp>
 #include <baton/recipe/kv.hpp>
 #include <baton/recipe/lease.hpp>
+#include <baton/recipe/lease_table.hpp>
 
 namespace baton {
 
@@ -26,6 +27,9 @@ using dynamodb_election = basic_election<dynamodb_backend, steady_clock, standar
 using dynamodb_fenced = basic_fenced<dynamodb_backend>;
 /// A versioned key-value store on a DynamoDB table.
 using dynamodb_kv = basic_kv<dynamodb_backend>;
+
+/// A lease table (shards owned by workers) in a DynamoDB table.
+using dynamodb_lease_table = basic_lease_table<dynamodb_backend, steady_clock, standard_retry, aws::sigv4_signer>;
 
 } // namespace baton
 

@@ -14,6 +14,7 @@
 #include <baton/recipe/fenced.hpp>
 #include <baton/recipe/kv.hpp>
 #include <baton/recipe/lease.hpp>
+#include <baton/recipe/lease_table.hpp>
 
 namespace baton {
 
@@ -25,6 +26,9 @@ using file_election = basic_election<file_backend>;
 using file_fenced = basic_fenced<file_backend>;
 /// A versioned key-value store shared by the processes of one host, on a local directory.
 using file_kv = basic_kv<file_backend>;
+
+/// A lease table (shards owned by workers) in a directory of this machine.
+using file_lease_table = basic_lease_table<file_backend>;
 
 } // namespace baton
 

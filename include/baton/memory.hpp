@@ -14,6 +14,7 @@
 #include <baton/recipe/fenced.hpp>
 #include <baton/recipe/kv.hpp>
 #include <baton/recipe/lease.hpp>
+#include <baton/recipe/lease_table.hpp>
 
 namespace baton {
 
@@ -25,6 +26,9 @@ using memory_election = basic_election<memory_backend>;
 using memory_fenced = basic_fenced<memory_backend>;
 /// A versioned key-value store on the in-process memory store.
 using memory_kv = basic_kv<memory_backend>;
+
+/// A lease table (shards owned by workers) on the in-process memory store.
+using memory_lease_table = basic_lease_table<memory_backend>;
 
 } // namespace baton
 

@@ -15,6 +15,7 @@
 #include <baton/recipe/fenced.hpp>
 #include <baton/recipe/kv.hpp>
 #include <baton/recipe/lease.hpp>
+#include <baton/recipe/lease_table.hpp>
 
 namespace baton {
 
@@ -26,6 +27,9 @@ using s3_election = basic_election<s3_backend, steady_clock, standard_retry, aws
 using s3_fenced = basic_fenced<s3_backend>;
 /// A versioned key-value store on S3 or an S3-compatible store that honours conditional writes.
 using s3_kv = basic_kv<s3_backend>;
+
+/// A lease table (shards owned by workers) in S3 or an S3-compatible store that honours preconditions.
+using s3_lease_table = basic_lease_table<s3_backend, steady_clock, standard_retry, aws::sigv4_signer>;
 
 } // namespace baton
 

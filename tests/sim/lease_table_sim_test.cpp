@@ -341,6 +341,7 @@ private:
             }
         std::uint64_t renewals = 0, checkpoints = 0, moves = 0;
         std::map<std::string, int> per_worker;
+        std::map<std::string, int> move_kinds;
         for (std::size_t i = from; i < log.size(); ++i) {
             auto const& a = log[i];
             if (a.key.find("/workers/") != std::string::npos) {
@@ -355,6 +356,12 @@ private:
             bool const checkpoint = p.owner == b.owner && p.term == b.term && p.token == b.token &&
                                     p.requested_by == b.requested_by && p.checkpoint != b.checkpoint;
             (checkpoint ? checkpoints : moves) += 1;
+            if (!checkpoint) {
+                char const* kind = b.owner != p.owner || b.term != p.term ? (b.owner.empty() ? "freed" : "moved")
+                                   : b.requested_by != p.requested_by   ? "asked"
+                                                                        : "other";
+                ++move_kinds[kind];
+            }
             p = b;
         }
         out_.quiet_renewals = renewals;
@@ -373,7 +380,11 @@ private:
                     " live workers (" + detail + " )");
         }
         if (moves > live)
-            violate("(t5) " + std::to_string(moves) + " shard writes other than checkpoints in a quiet minute");
+        {
+            std::string kinds;
+            for (auto const& [k, n] : move_kinds) kinds += " " + k + ":" + std::to_string(n);
+            violate("(t5) " + std::to_string(moves) + " shard writes other than checkpoints in a quiet minute (" + kinds + " )");
+        }
     }
 
     void violate(std::string v) { out_.violations.push_back(std::move(v)); }

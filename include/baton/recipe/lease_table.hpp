@@ -88,6 +88,8 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -543,6 +545,8 @@ public:
             if (!s->ended && !s->lost) out.push_back(id);
         return out;
     }
+    /// What the store said about the last failure (e.g. `NoSuchBucket`), or why a call was refused.
+    diagnostics const& last_diagnostics() const noexcept { return impl_->last_diag; }
     /// The liveness lease's Clock policy (a simulation reads participants' clocks through it).
     Clock const& clock() const noexcept { return impl_->clock; }
 
@@ -609,7 +613,11 @@ public:
         detail::table_view view;
         std::map<std::string, std::shared_ptr<session>, std::less<>> sessions; // this term's works
         std::map<std::string, std::chrono::nanoseconds, std::less<>> awaiting;   // shards asked for: until when
-        std::set<std::string, std::less<>> handing_over;                         // stopped for a handoff this term
+        // Shards whose work this term stopped (ended, lost, or stopped for a handoff), with the
+        // token of that work. A stop is never undone: a work starts again in this term only for a
+        // record with a higher token (a later change of hands to us), never from a read or a view
+        // that may predate our own handoff, which may still land.
+        std::map<std::string, std::uint64_t, std::less<>> stopped;
         std::uint64_t scans = 0;
 
         static std::uint64_t seed_of(lease_table_options const& o) {
@@ -674,6 +682,31 @@ public:
             }
         }
 
+        // Reads `keys`, up to 16 at a time (a scan of a thousand changed shards must not take a
+        // thousand round trips end to end); `out[i]` is empty when key i could not be read.
+        awaitable<void> get_many(std::vector<std::string> const& keys, std::vector<std::optional<get_result>>& out) {
+            namespace ex_ = boost::asio::experimental;
+            out.assign(keys.size(), std::nullopt);
+            std::size_t next = 0;
+            std::size_t const lanes = std::min<std::size_t>(16, keys.size());
+            if (lanes == 0) co_return;
+            using op_type = decltype(boost::asio::co_spawn(ex, read_lane(this->shared_from_this(), keys, out, next),
+                                                           boost::asio::deferred));
+            std::vector<op_type> ops;
+            for (std::size_t i = 0; i < lanes; ++i)
+                ops.push_back(boost::asio::co_spawn(ex, read_lane(this->shared_from_this(), keys, out, next), boost::asio::deferred));
+            co_await ex_::make_parallel_group(std::move(ops)).async_wait(ex_::wait_for_all(), boost::asio::use_awaitable);
+        }
+
+        static awaitable<void> read_lane(std::shared_ptr<impl> self, std::vector<std::string> const& keys,
+                                         std::vector<std::optional<get_result>>& out, std::size_t& next) {
+            while (next < keys.size() && !self->abandoned) {
+                std::size_t const i = next++;
+                auto [ec, r] = co_await self->get(keys[i]);
+                if (!ec) out[i] = std::move(r);
+            }
+        }
+
         awaitable<std::tuple<error_code, std::vector<list_entry>>> list_all(std::string const& prefix) {
             std::vector<list_entry> out;
             std::string after;
@@ -730,7 +763,7 @@ public:
             }
             if (s.ec) last_diag = m.diag();
             auto seen = m.last_seen();
-            if (seen) view.shards[id] = *seen;
+            if (seen) remember_shard(id, *seen);
             co_return std::tuple{s.ec, std::move(seen), m.wrote()};
         }
 
@@ -934,7 +967,7 @@ public:
             held = true;
             sessions.clear();
             awaiting.clear();
-            handing_over.clear();
+            stopped.clear();
             std::weak_ptr<impl> weak = this->shared_from_this();
             lease->async_wait_lost([weak, t](error_code) {
                 auto self = weak.lock();
@@ -949,16 +982,18 @@ public:
             for (auto& [id, s] : sessions) s->lose(ex);
             sessions.clear();
             awaiting.clear();
-            handing_over.clear();
+            stopped.clear();
         }
 
         // Lists both prefixes; reads the records whose version changed.
         awaitable<void> scan() {
             std::string const wprefix = worker_prefix();
+            auto const sent = now();
             auto [wec, workers] = co_await list_all(wprefix);
             auto const listed = now();
             if (!wec) {
                 std::set<std::string, std::less<>> present;
+                std::vector<std::string> keys, names;
                 for (auto const& e : workers) {
                     std::string name = e.key.substr(worker_prefix().size());
                     present.insert(name);
@@ -966,14 +1001,23 @@ public:
                     if (w.version == e.version && w.decoded) continue;
                     if (w.version != e.version) w.observed_since = listed;
                     w.version = e.version;
-                    w.decoded = false;
-                    auto [ec, r] = co_await get(e.key);
-                    if (ec || !r.found) continue;
+                    keys.push_back(e.key);
+                    names.push_back(std::move(name));
+                }
+                std::vector<std::optional<get_result>> got;
+                co_await get_many(keys, got);
+                for (std::size_t i = 0; i < keys.size(); ++i) {
+                    auto& w = view.workers[names[i]];
+                    auto const& r = got[i];
+                    if (!r || !r->found) continue; // not read: judged from what was known, or not at all
                     detail::lease_body b;
                     diagnostics d;
-                    if (detail::decode_lease_body(r.found->body, b, d)) continue; // foreign: never judged dead
-                    if (r.found->version != w.version) {
-                        w.version = r.found->version;
+                    if (detail::decode_lease_body(r->found->body, b, d)) { // foreign: never judged dead
+                        w.decoded = false;
+                        continue;
+                    }
+                    if (r->found->version != w.version) {
+                        w.version = r->found->version;
                         w.observed_since = now();
                     }
                     w.decoded = true;
@@ -990,6 +1034,7 @@ public:
             bool const full = scans++ % 4 == 0;
             if (!sec) {
                 std::set<std::string, std::less<>> present;
+                std::vector<std::string> keys, ids;
                 for (auto const& e : shards) {
                     std::string id = e.key.substr(shard_prefix().size());
                     present.insert(id);
@@ -1002,20 +1047,31 @@ public:
                         it->second.body.owner != opts.worker && it->second.body.requested_by != opts.worker &&
                         view.term_live(it->second.body.owner, it->second.body.term))
                         continue;
-                    auto [ec, r] = co_await get(e.key);
-                    if (ec || !r.found) continue;
+                    keys.push_back(e.key);
+                    ids.push_back(std::move(id));
+                }
+                std::vector<std::optional<get_result>> got;
+                co_await get_many(keys, got);
+                for (std::size_t i = 0; i < keys.size(); ++i) {
+                    auto const& r = got[i];
+                    if (!r || !r->found) continue;
                     detail::shard_body b;
                     diagnostics d;
-                    if (detail::decode_shard_body(r.found->body, b, d)) continue; // foreign: left alone
-                    view.shards[id] = detail::shard_seen{r.found->version, std::move(b)};
+                    if (detail::decode_shard_body(r->found->body, b, d)) continue; // foreign: left alone
+                    remember_shard(ids[i], detail::shard_seen{r->found->version, std::move(b)});
                 }
                 std::erase_if(view.shards, [&](auto const& kv) { return !present.count(kv.first); });
-                // Owners named by shards without a worker record, and since when.
+                // Owners named by shards without a worker record: only from a listing of the
+                // workers that succeeded now (a failed one proves no absence).
                 std::set<std::string, std::less<>> named;
-                for (auto const& [id, s] : view.shards)
-                    if (!s.body.owner.empty() && !view.workers.count(s.body.owner)) named.insert(s.body.owner);
-                std::erase_if(view.missing_since, [&](auto const& kv) { return !named.count(kv.first); });
-                for (auto const& n : named) view.missing_since.try_emplace(n, listed);
+                if (!wec)
+                    for (auto const& [id, s] : view.shards)
+                        if (!s.body.owner.empty() && !view.workers.count(s.body.owner)) named.insert(s.body.owner);
+                std::erase_if(view.missing, [&](auto const& kv) { return !named.count(kv.first); });
+                for (auto const& n : named) {
+                    auto [it, fresh] = view.missing.try_emplace(n, detail::table_view::absence{listed, sent});
+                    if (!fresh) it->second.last_sent = sent;
+                }
             }
         }
 
@@ -1024,29 +1080,31 @@ public:
             co_await reap();
             if (!held || stopping) co_return;
             auto counts = detail::owned_counts(view);
-            // Our shards: start their works, stop those asked for or retired.
-            std::vector<std::string> retired_idle;
+            // Our shards: start their works, stop those asked for or retired, and hand over again
+            // those whose work stopped while the record still names us (a handoff that failed).
+            std::vector<std::string> to_hand_over;
             for (auto const& [id, s] : view.shards) {
                 if (!s.body.owned_by(opts.worker, term)) continue;
                 auto it = sessions.find(id);
-                if (s.body.retired) {
-                    if (it != sessions.end()) it->second->request_stop(ex);
-                    else retired_idle.push_back(id);
-                    continue;
-                }
                 if (it == sessions.end()) {
-                    if (!handing_over.count(id)) start_session(id, s);
+                    if (stopped_at(id, s.body.token) || s.body.retired) to_hand_over.push_back(id);
+                    else start_session(id, s);
                     continue;
                 }
-                if (!handing_over.count(id) && detail::grant_request(view, counts, opts.worker, s.body, false)) {
-                    handing_over.insert(id);
+                auto& sess = *it->second;
+                if (s.body.retired) sess.request_stop(ex);
+                else if (!sess.stop_requested && detail::grant_request(view, counts, opts.worker, s.body, false)) {
                     --counts[opts.worker];
-                    ++counts[s.body.requested_by];
-                    it->second->request_stop(ex);
+                    sess.request_stop(ex);
                 }
             }
-            for (auto const& id : retired_idle) co_await hand_over(id, counts, false); // leaves it unowned
-            auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, now(), window(), rng);
+            for (auto const& id : to_hand_over) {
+                if (!acting(term)) co_return;
+                stopped.try_emplace(id, view.shards[id].body.token);
+                co_await hand_over(id, counts, false); // to its requester, or unowned
+            }
+            auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, awaiting.size(), now(),
+                                             window(), rng);
             for (auto const& id : plan.claim) {
                 if (!acting(term)) co_return;
                 co_await claim(id);
@@ -1074,13 +1132,29 @@ public:
                     w.released = true;
                     w.observed_since = now();
                 } else {
-                    w.decoded = false; // read it again at the next scan, whatever happened
+                    w.version.clear(); // read it again at the next scan, whatever happened
                 }
             }
         }
 
+        // True when this term stopped a work of `id` at a token of at least `token`.
+        bool stopped_at(std::string const& id, std::uint64_t token) const {
+            auto it = stopped.find(id);
+            return it != stopped.end() && token <= it->second;
+        }
+
+        // Keeps a shard record read or written, unless the view already holds a later one (a
+        // higher token; reads may be stale).
+        void remember_shard(std::string const& id, detail::shard_seen s) {
+            auto it = view.shards.find(id);
+            if (it != view.shards.end() && s.body.token < it->second.body.token) return;
+            view.shards[id] = std::move(s);
+        }
+
         void start_session(std::string const& id, detail::shard_seen const& s) {
-            if (!acting(term) || !work) return;
+            if (!acting(term) || !work || sessions.count(id) || !s.body.owned_by(opts.worker, term) || s.body.retired ||
+                stopped_at(id, s.body.token))
+                return;
             auto sess = std::make_shared<session>();
             sess->table = this->weak_from_this();
             sess->grant = shard_grant{id, s.body.token, s.body.checkpoint};
@@ -1105,14 +1179,22 @@ public:
         // never undone, so that no handoff of ours can land under a resumed work.
         awaitable<void> settle_ended() {
             std::vector<std::string> done;
-            for (auto const& [id, s] : sessions)
-                if (s->ended && !s->lost) done.push_back(id);
+            for (auto it = sessions.begin(); it != sessions.end();) {
+                auto const& s = *it->second;
+                // A work is over once it returned and its last checkpoint is answered.
+                if (s.checkpointing || !(s.ended || s.lost)) {
+                    ++it;
+                    continue;
+                }
+                stopped[it->first] = std::max(stopped[it->first], s.grant.token);
+                if (!s.lost) done.push_back(it->first);
+                it = sessions.erase(it);
+            }
             if (done.empty()) co_return;
             auto counts = detail::owned_counts(view);
             for (auto const& id : done) {
                 if (!held || abandoned) co_return;
-                co_await hand_over(id, counts, stopping);
-                sessions.erase(id);
+                co_await hand_over(id, counts, stopping); // when it fails, the next scan sends it again
             }
         }
 
@@ -1131,8 +1213,10 @@ public:
                     if (!now->retired) {
                         if (!now->requested_by.empty() && v.term_live(now->requested_by, now->requested_term))
                             to = std::pair{now->requested_by, now->requested_term};
-                        else if (to_anyone)
-                            to = detail::handoff_target(v, counts, me, *now);
+                        else if (to_anyone) {
+                            auto tentative = counts; // counted once, when the handoff is written
+                            to = detail::handoff_target(v, tentative, me, *now);
+                        }
                     }
                     next.clear_request();
                     if (to) {
@@ -1146,10 +1230,9 @@ public:
                     return detail::shard_change::write();
                 };
             auto [ec, seen, wrote] = co_await change_shard(id, change, known);
-            (void)ec; // when it failed, the record still names this term: the next scan retries it
-            (void)seen;
-            (void)wrote;
-            if (!ec) handing_over.erase(id);
+            // When it failed, the record still names this term and the shard stays stopped: the
+            // next scan sends the handoff again.
+            if (!ec && wrote && seen && !seen->body.owner.empty()) ++counts[seen->body.owner];
         }
 
         awaitable<void> claim(std::string const& id) {
@@ -1174,7 +1257,7 @@ public:
             std::optional<detail::shard_seen> const known = it->second;
             auto [ec, seen, wrote] = co_await change_shard(id, change, known);
             (void)wrote;
-            if (!ec && seen && seen->body.owned_by(me, t) && held && t == term && !sessions.count(id)) start_session(id, *seen);
+            if (!ec && seen && held && t == term) start_session(id, *seen);
         }
 
         awaitable<void> ask(std::string const& id, std::string const& owner) {
@@ -1183,8 +1266,11 @@ public:
             std::string const me = opts.worker;
             std::uint64_t const t = term;
             detail::table_view const& v = view;
+            // What we will have once every shard asked for so far is ours: the owner grants only
+            // while it has at least two more.
+            std::uint64_t const count = detail::owned_counts(view)[me] + awaiting.size();
             detail::shard_change_fn change =
-                [&v, me, t, owner](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+                [&v, me, t, owner, count](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
                     if (!now || now->retired || now->owner != owner || !v.term_live(now->owner, now->term))
                         return detail::shard_change::refuse(errc::precondition_failed);
                     if (now->requested_by == me && now->requested_term == t) return detail::shard_change::keep();
@@ -1192,12 +1278,31 @@ public:
                         return detail::shard_change::refuse(errc::precondition_failed);
                     next.requested_by = me;
                     next.requested_term = t;
+                    next.requested_count = count;
                     return detail::shard_change::write();
                 };
             std::optional<detail::shard_seen> const known = it->second;
             auto [ec, seen, wrote] = co_await change_shard(id, change, known);
             (void)wrote;
-            if (!ec) awaiting[id] = now() + std::chrono::nanoseconds(opts.effective_scan_interval());
+            if (!ec) awaiting[id] = now() + 2 * std::chrono::nanoseconds(opts.effective_scan_interval());
+        }
+
+        // Takes back a request not granted in time: a stale count must not move a shard later.
+        awaitable<void> withdraw(std::string const& id) {
+            auto it = view.shards.find(id);
+            if (it == view.shards.end()) co_return;
+            std::string const me = opts.worker;
+            std::uint64_t const t = term;
+            detail::shard_change_fn change = [me, t](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+                if (!now || now->requested_by != me || now->requested_term != t) return detail::shard_change::keep();
+                next.clear_request();
+                return detail::shard_change::write();
+            };
+            std::optional<detail::shard_seen> const known = it->second;
+            auto [ec, seen, wrote] = co_await change_shard(id, change, known);
+            (void)ec;
+            (void)seen;
+            (void)wrote;
         }
 
         // Reads each shard asked for, to start its work as soon as it is handed over.
@@ -1221,13 +1326,15 @@ public:
                     continue;
                 }
                 detail::shard_seen s{r.found->version, std::move(b)};
-                view.shards[id] = s;
+                remember_shard(id, s);
                 if (s.body.owned_by(opts.worker, term)) {
-                    if (!sessions.count(id)) start_session(id, s);
+                    start_session(id, s);
                     awaiting.erase(id);
-                } else if (s.body.requested_by != opts.worker || s.body.requested_term != term ||
-                           now() >= awaiting[id]) {
+                } else if (s.body.requested_by != opts.worker || s.body.requested_term != term) {
                     awaiting.erase(id);
+                } else if (now() >= awaiting[id]) {
+                    awaiting.erase(id);
+                    co_await withdraw(id);
                 }
             }
         }
@@ -1238,16 +1345,17 @@ public:
             for (auto& [id, s] : sessions) s->request_stop(ex);
             for (;;) {
                 if (!held) break;
-                bool all_ended = true;
-                for (auto const& [id, s] : sessions) all_ended = all_ended && (s->ended || s->lost);
                 co_await settle_ended();
-                // Shards whose work ended on its own before (or that a retire left), still ours.
+                // Shards still ours without a work (never started, or a handoff that failed).
                 auto counts = detail::owned_counts(view);
                 std::vector<std::string> left;
                 for (auto const& [id, s] : view.shards)
                     if (s.body.owned_by(opts.worker, term) && !sessions.count(id)) left.push_back(id);
-                for (auto const& id : left) co_await hand_over(id, counts, true);
-                if (all_ended && sessions.empty()) break;
+                for (auto const& id : left) {
+                    stopped.try_emplace(id, view.shards[id].body.token);
+                    co_await hand_over(id, counts, true);
+                }
+                if (sessions.empty() && left.empty()) break;
                 co_await sleep(std::chrono::nanoseconds(opts.poll_interval));
             }
             if (lease && held) {
@@ -1286,8 +1394,9 @@ public:
             std::optional<detail::shard_seen> known;
             if (it != view.shards.end() && it->second.body.owned_by(me, t)) known = it->second;
             detail::shard_change_fn change =
-                [me, t, value](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
-                    if (!now || !now->owned_by(me, t)) return detail::shard_change::refuse(errc::lease_lost);
+                [me, t, token = s->grant.token, value](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+                    // The same owner, term and token: this work's own tenure of the shard.
+                    if (!now || !now->owned_by(me, t) || now->token != token) return detail::shard_change::refuse(errc::lease_lost);
                     next.checkpoint = value;
                     return detail::shard_change::write();
                 };

@@ -5,9 +5,10 @@
 // Layer: recipes, internal. The shard record of a lease table and the sans-I/O state machine of
 // one change to it (DESIGN §12, lease_table). JSON, so that people and other tools can read it:
 //   {"baton":"shard/1","token":7,"owner":"w1","term":12,"retired":false,
-//    "checkpoint":"1042","requested_by":"w2","requested_term":3,"nonce":"..."}
+//    "checkpoint":"1042","requested_by":"w2","requested_term":3,"requested_count":4,"nonce":"..."}
 // "checkpoint" is absent until the first one; "requested_by"/"requested_term" only while a worker
-// asks for a graceful handoff. The token rises by one on every change of owner (a claim or a
+// asks for a graceful handoff ("requested_count": how many shards it had then, counting those it
+// asked for before). The token rises by one on every change of owner (a claim or a
 // handoff) and never otherwise; the record is never deleted (retire marks it), so it never goes back.
 //
 // Every change is a read-modify-write: a function looks at the record as it is now and says what
@@ -52,6 +53,7 @@ struct shard_body {
     std::optional<std::string> checkpoint; // the owner's progress
     std::string requested_by;              // a worker asking for a graceful handoff; empty: none
     std::uint64_t requested_term = 0;
+    std::uint64_t requested_count = 0;    // the shards the requester had (and had asked for) then
     std::string nonce;                     // fresh on every write
 
     bool owned_by(std::string_view worker, std::uint64_t t) const noexcept {
@@ -60,6 +62,7 @@ struct shard_body {
     void clear_request() {
         requested_by.clear();
         requested_term = 0;
+        requested_count = 0;
     }
 };
 
@@ -87,6 +90,8 @@ inline std::string encode_shard_body(shard_body const& b) {
         append_json_string(out, b.requested_by);
         out += R"(,"requested_term":)";
         number(b.requested_term);
+        out += R"(,"requested_count":)";
+        number(b.requested_count);
     }
     out += R"(,"nonce":)";
     append_json_string(out, b.nonce);
@@ -139,6 +144,8 @@ inline error_code decode_shard_body(std::string_view text, shard_body& out, diag
         if (!str("requested_by", b.requested_by) || b.requested_by.empty())
             return fail("\"requested_by\" is not a non-empty string");
         if (!uint("requested_term", b.requested_term)) return fail("\"requested_term\" missing with \"requested_by\"");
+        if (obj->contains("requested_count") && !uint("requested_count", b.requested_count))
+            return fail("\"requested_count\" is not a non-negative integer");
     }
     if (!str("nonce", b.nonce)) return fail("\"nonce\" missing or not a string");
     out = std::move(b);

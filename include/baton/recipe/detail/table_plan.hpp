@@ -39,10 +39,16 @@ struct table_worker_entry {
 struct table_view {
     std::map<std::string, table_worker_entry, std::less<>> workers; // by worker name
     std::map<std::string, shard_seen, std::less<>> shards;          // by shard id
-    // Owners named by some shard that have no worker record: since when (own time). A record can
-    // only be missing if something outside baton deleted it, so its term ends only after a full
-    // takeover window of absence (its holder may still be acting until then).
-    std::map<std::string, std::chrono::nanoseconds, std::less<>> missing_since;
+    // Owners named by some shard that have no worker record. A record can only be missing if
+    // something outside baton deleted it (its holder's renewals then fail), so its term ends once
+    // listings show it absent for a full takeover window: from the answer of the first listing
+    // that showed it absent to the sending of the latest one (own time; a pause in between proves
+    // nothing, as for a lease contender).
+    struct absence {
+        std::chrono::nanoseconds first_answer{0};
+        std::chrono::nanoseconds last_sent{0};
+    };
+    std::map<std::string, absence, std::less<>> missing;
 
     // The worker holds a record that is not released (a dead worker counts until reaped).
     bool live(std::string_view w) const {
@@ -64,8 +70,9 @@ struct table_view {
             if (!it->second.decoded || it->second.term < t) return false;
             return it->second.term > t || it->second.released;
         }
-        auto m = missing_since.find(w);
-        return m != missing_since.end() && now - m->second >= missing_window;
+        (void)now;
+        auto m = missing.find(w);
+        return m != missing.end() && m->second.last_sent - m->second.first_answer >= missing_window;
     }
     // Nobody may act on it: free, or its owner's term ended. Retired shards are never claimed.
     bool claimable(shard_body const& b, std::chrono::nanoseconds now, std::chrono::nanoseconds missing_window) const {
@@ -100,15 +107,17 @@ struct balance_plan {
 // What worker `me` (term `term`) tries this cycle. It claims free shards up to the fair ceiling
 // (its own shards of an earlier term first, the rest in random order so that workers spread
 // out); with none left it asks the most loaded worker for one shard at a time, while that worker
-// has at least two more than it would, and at most `max_moves` times.
+// has at least two more than it would, and at most `max_moves` shards are asked for at once
+// (`pending` are still outstanding; they count as its own).
 template <class Rng>
 balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_t term, std::size_t max_moves,
-                          std::chrono::nanoseconds now, std::chrono::nanoseconds missing_window, Rng& rng) {
+                          std::size_t pending, std::chrono::nanoseconds now, std::chrono::nanoseconds missing_window,
+                          Rng& rng) {
     balance_plan plan;
     auto counts = owned_counts(v);
     if (!v.term_live(me, term)) counts[std::string(me)]; // our own record may not be in the scan yet
     std::size_t const ceiling = fair_ceiling(v, counts.size());
-    std::size_t mine = counts[std::string(me)];
+    std::size_t mine = counts[std::string(me)] + pending;
 
     std::vector<std::string> ours_before, others;
     for (auto const& [id, s] : v.shards) {
@@ -124,7 +133,7 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
         }
     if (!ours_before.empty() || !others.empty()) return plan; // free shards first; ask only when none are left
 
-    for (std::size_t moves = 0; moves < max_moves; ++moves) {
+    for (std::size_t moves = pending; moves < max_moves; ++moves) {
         auto most = counts.end();
         for (auto it = counts.begin(); it != counts.end(); ++it)
             if (it->first != me && (most == counts.end() || it->second > most->second)) most = it;
@@ -147,15 +156,15 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
 }
 
 // Whether `me` grants a request on one of its shards: the requester's term is live, and moving
-// the shard evens the two out (`me` has at least two more), or `me` is stopping.
+// the shard evens the two out (`me` has at least two more than the requester said it had: its
+// own count, fresher than this view of it), or `me` is stopping.
 inline bool grant_request(table_view const& v, std::map<std::string, std::size_t, std::less<>> const& counts,
                           std::string_view me, shard_body const& b, bool stopping) {
     if (b.requested_by.empty() || b.requested_by == me || !v.term_live(b.requested_by, b.requested_term)) return false;
     if (stopping) return true;
-    auto const mine = counts.find(me), theirs = counts.find(b.requested_by);
+    auto const mine = counts.find(me);
     std::size_t const m = mine == counts.end() ? 0 : mine->second;
-    std::size_t const t = theirs == counts.end() ? 0 : theirs->second;
-    return m >= t + 2;
+    return m >= b.requested_count + 2;
 }
 
 // Whom a stopping worker hands a shard to: its requester when live, else the live worker other

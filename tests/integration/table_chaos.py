@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Lease-table chaos across processes (issue 13, item 6).
+
+`baton table work` processes split 12 shards of 40 numbered records each; every worker
+logs each record it processes (with the time it decided to) and checkpoints after it.
+Meanwhile: one worker is killed with SIGKILL, one joins, one is frozen (SIGSTOP) beyond
+twice its TTL and resumed, the killed worker comes back under the same name, and a second
+worker joins. When every shard is done, the workers are stopped with SIGTERM (graceful:
+they hand their shards over and exit 0).
+
+Checks:
+  - every record of every shard was processed, and every shard's checkpoint ends at 40;
+  - no two works acted on one shard at once: per shard, each work's records (ordered by the
+    system-wide monotonic clock) form one unbroken run;
+  - per shard, each work starts with a token above every earlier work's, and the checkpoints
+    sampled all along (`baton table status --json`, four times a second) never went back;
+  - after the deaths and joins the table is balanced: every shard owned by a live worker,
+    each within one of the fair share;
+  - every worker still running at the end exits 0 on SIGTERM, and the table then shows no
+    live worker.
+Records processed twice (after a SIGKILL or a loss, between the last checkpoint and the end of
+a work) are counted and reported, never failed: that is the documented at-least-once outcome.
+
+Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3]
+  file         a fresh directory (default)
+  dynamodb     a fresh table on the dynalite at BATON_DYNAMODB_ENDPOINT (with-servers.sh dynalite)
+  s3           a fresh bucket on the S3 store at BATON_S3_ENDPOINT (Ceph RGW, with-servers.sh rgw)
+Skipped (exit 0, one line) when its server is not configured.
+"""
+import json, os, shutil, signal, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_cross_process import dynamodb_store, s3_store, skip_without_server
+
+SHARDS = 12
+RECORDS = 40
+STEP = "60ms"
+TTL = "2s"
+DONE_WITHIN = 120  # seconds for every shard to reach its last record
+BALANCED_WITHIN = 30
+
+
+def main():
+    baton = sys.argv[1]
+    kind = sys.argv[2] if len(sys.argv) > 2 else "file"
+    skip_without_server(kind)
+    scratch = tempfile.mkdtemp(prefix="baton-table-chaos-")
+    drop = None
+    env = dict(os.environ)
+    if kind == "file":
+        store = "file://" + os.path.join(scratch, "store")
+        os.makedirs(os.path.join(scratch, "store"))
+    elif kind == "dynamodb":
+        store, extra, removed, drop = dynamodb_store()
+        env.update(extra)
+        for k in removed:
+            env.pop(k, None)
+    else:
+        store, extra, removed, drop = s3_store()
+        env.update(extra)
+        for k in removed:
+            env.pop(k, None)
+    log_path = os.path.join(scratch, "events.log")
+    failures = []
+    procs = {}
+
+    def cli(*args, check=True):
+        r = subprocess.run([baton, *args], env=env, capture_output=True, text=True, timeout=60)
+        if check and r.returncode != 0:
+            raise RuntimeError("baton %s exited %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+        return r
+
+    def status():
+        return json.loads(cli("table", "status", "--store", store, "--json").stdout)
+
+    def start(name):
+        out = open(os.path.join(scratch, name + ".err"), "a")
+        procs[name] = subprocess.Popen([baton, "table", "work", "--store", store, "--worker", name, "--records",
+                                        str(RECORDS), "--step", STEP, "--ttl", TTL, "--log", log_path],
+                                       env=env, stdout=out, stderr=out)
+
+    samples = {}  # shard -> checkpoints seen, in order
+
+    def sample():
+        st = status()
+        for s in st["shards"]:
+            cp = int(s["checkpoint"]) if s["checkpoint"] is not None else 0
+            seen = samples.setdefault(s["shard"], [])
+            if seen and cp < seen[-1]:
+                failures.append("shard %s: checkpoint went back from %d to %d" % (s["shard"], seen[-1], cp))
+            seen.append(cp)
+        return st
+
+    def wait_sampling(seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            sample()
+            time.sleep(0.25)
+
+    try:
+        cli("table", "register", "--store", store, *["s%02d" % i for i in range(SHARDS)])
+        for n in ("w1", "w2", "w3"):
+            start(n)
+        wait_sampling(3)
+        procs["w1"].send_signal(signal.SIGKILL)
+        procs["w1"].wait()
+        print("w1 killed")
+        wait_sampling(1)
+        start("w4")
+        print("w4 joined")
+        wait_sampling(1)
+        procs["w2"].send_signal(signal.SIGSTOP)
+        print("w2 frozen")
+        wait_sampling(6)  # beyond ttl x 2 = 4 s: its shards are taken
+        procs["w2"].send_signal(signal.SIGCONT)
+        print("w2 resumed")
+        start("w1")  # the killed worker comes back under its name
+        print("w1 restarted")
+        wait_sampling(2)
+        start("w5")
+        print("w5 joined")
+        deadline = time.time() + DONE_WITHIN
+        while True:
+            st = sample()
+            if all(s["checkpoint"] == str(RECORDS) for s in st["shards"]):
+                break
+            if time.time() > deadline:
+                failures.append("not every shard reached record %d within %d s: %s" % (
+                    RECORDS, DONE_WITHIN, {s["shard"]: s["checkpoint"] for s in st["shards"]}))
+                break
+            time.sleep(0.25)
+        # Balanced after the deaths and joins: every shard owned by a live worker, within one of the fair share.
+        deadline = time.time() + BALANCED_WITHIN
+        while True:
+            st = sample()
+            live = {w["name"] for w in st["workers"] if not w["released"]}
+            running = {n for n, p in procs.items() if p.poll() is None}
+            owned = {}
+            unowned = [s["shard"] for s in st["shards"] if s["state"] != "owned"]
+            for s in st["shards"]:
+                if s["state"] == "owned":
+                    owned[s["owner"]] = owned.get(s["owner"], 0) + 1
+            counts = [owned.get(n, 0) for n in running]
+            lo, hi = SHARDS // max(len(running), 1), -(-SHARDS // max(len(running), 1))
+            if not unowned and live == running and all(lo <= c <= hi for c in counts):
+                print("balanced: %s" % {n: owned.get(n, 0) for n in sorted(running)})
+                break
+            if time.time() > deadline:
+                failures.append("not balanced within %d s: owned %s, unowned %s, live %s, running %s" % (
+                    BALANCED_WITHIN, owned, unowned, sorted(live), sorted(running)))
+                break
+            time.sleep(0.5)
+    finally:
+        for name, p in procs.items():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.send_signal(signal.SIGTERM)
+        for name, p in procs.items():
+            try:
+                rc = p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc = p.wait()
+                failures.append("%s did not exit within 30 s of SIGTERM" % name)
+            if rc not in (0, -signal.SIGKILL):
+                err = open(os.path.join(scratch, name + ".err")).read().strip()
+                failures.append("%s exited %d: %s" % (name, rc, err[-500:]))
+
+    st = status()
+    still_live = [w["name"] for w in st["workers"] if not w["released"]]
+    if still_live:
+        failures.append("workers still live after SIGTERM: %s" % still_live)
+    failures += check_log(log_path)
+    if drop:
+        try:
+            drop()
+        except Exception:
+            pass
+    shutil.rmtree(scratch, ignore_errors=True)
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
+    return 1 if failures else 0
+
+
+def check_log(path):
+    """The checks on what the works saw (the log), as tests/common/include/test_common/table_workers.hpp does."""
+    failures = []
+    events = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 6:
+                failures.append("malformed log line: %r" % line)
+                continue
+            ns, worker, shard, token, what, n = parts
+            events.append((int(ns), worker, shard, int(token), what, int(n)))
+    events.sort(key=lambda e: e[0])
+    by_shard = {}
+    for e in events:
+        by_shard.setdefault(e[2], []).append(e)
+    twice = 0
+    for shard, evs in sorted(by_shard.items()):
+        finished, current, processed = set(), None, {}
+        for ns, worker, _, token, what, n in evs:
+            work = (worker, token)
+            if what == "record":
+                if work != current:
+                    if work in finished:
+                        failures.append("shard %s: %s (token %d) processed record %d after another work acted" % (
+                            shard, worker, token, n))
+                    if current:
+                        finished.add(current)
+                    current = work
+                processed[n] = processed.get(n, 0) + 1
+        missing = [n for n in range(1, RECORDS + 1) if n not in processed]
+        if missing:
+            failures.append("shard %s: records never processed: %s" % (shard, missing))
+        twice += sum(c - 1 for c in processed.values())
+    tokens = {}
+    for ns, worker, shard, token, what, n in events:
+        if what == "start":
+            if token < tokens.get(shard, 0):
+                failures.append("shard %s: a work started with token %d after token %d" % (shard, token, tokens[shard]))
+            tokens[shard] = max(tokens.get(shard, 0), token)
+    starts = sum(1 for e in events if e[4] == "start")
+    print("%d events, %d works started, %d records processed twice (after a kill or a loss)" % (len(events), starts, twice))
+    return failures
+
+
+if __name__ == "__main__":
+    sys.exit(main())
