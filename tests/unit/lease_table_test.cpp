@@ -8,6 +8,9 @@
 #include <baton/recipe/lease_table.hpp>
 #include <baton/sim.hpp>
 
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <doctest/doctest.h>
 #include <test_common/commit_stores.hpp>
 #include <test_common/table_workers.hpp>
@@ -27,6 +30,7 @@ using namespace std::chrono_literals;
 using baton::errc;
 using baton::error_code;
 using vclock = sim::virtual_clock;
+using timer_for_test = asio::basic_waitable_timer<vclock, asio::wait_traits<vclock>, asio::any_io_executor>;
 
 // Counts the writes (puts) that reach the store, by key prefix.
 class counting_store {
@@ -301,6 +305,55 @@ TEST_CASE("a checkpoint held until after its writer's deadline but landing befor
     w.workers.at("a").ex.thaw();
     sched.run_for(10s);
     w.check_log(false);
+}
+
+TEST_CASE("a work that ended is never restarted under a handoff still in flight") {
+    // The work ends on its own after 3 records; the write that gives the shard up is held in the
+    // network through every retry. The record still names the worker, but a stop is never
+    // undone: the next scans send the handoff again instead of starting the work again; when the
+    // held writes land late, the first frees the shard and the others are refused.
+    sim::scheduler sched(9);
+    test_common::holding_store store(baton::memory_backend(sched.get_executor()));
+    world<test_common::holding_store> w(sched, store);
+    w.register_shards(1);
+    auto o = table_options("a", 1);
+    auto& ex = w.workers.emplace("a", world<test_common::holding_store>::worker{sched.make_participant_executor(), nullptr, std::nullopt})
+                   .first->second;
+    using table_t = world<test_common::holding_store>::table_t;
+    int starts = 0;
+    std::vector<std::uint64_t> tokens;
+    ex.table = std::make_unique<table_t>(ex.ex, store, o, baton::standard_retry{}, baton::backend_signer{}, sim::manual_clock{});
+    ex.table->async_run(
+        [&starts, &tokens, &store](table_t::shard_type s) -> asio::awaitable<void> {
+            ++starts;
+            tokens.push_back(s.token());
+            if (starts == 1) store.hold_next("t/shards/s100", 1000); // what follows this work: held
+            timer_for_test t(co_await asio::this_coro::executor);
+            for (int i = 0; i < 3; ++i) {
+                t.expires_at(sim::manual_clock{}.timer_expiry(1s));
+                co_await t.async_wait(asio::use_awaitable);
+            }
+        },
+        [](error_code) {});
+    sched.run_for(60s);
+    CHECK(starts == 1);
+    CHECK(store.held() >= 2u); // the give-up was sent again after the first attempts were in doubt
+    auto snap = w.snapshot();
+    CHECK(snap.shards[0].owner == "a"); // nothing landed yet
+    // Land them all: the first frees the shard, the others find it changed. Nothing is held after.
+    store.hold_next("t/shards/s100", 0);
+    int landed_ok = 0, refused = 0;
+    while (store.held() > 0)
+        store.land_held([&](error_code ec) { ec ? ++refused : ++landed_ok; });
+    sched.run_for(10s);
+    CHECK(landed_ok == 1);
+    CHECK(refused >= 1);
+    // Freed: the next scan of `a` claims it back under a higher token, and only then starts again
+    // (this work ends after 3 records every time, so it goes on: a work per token, rising).
+    sched.run_for(10s);
+    REQUIRE(starts >= 2);
+    for (std::size_t i = 1; i < tokens.size(); ++i) CHECK(tokens[i] == tokens[i - 1] + 1);
+    CHECK(tokens[0] == 1u);
 }
 
 TEST_CASE("stopping hands every shard over at once; the lease record is released") {

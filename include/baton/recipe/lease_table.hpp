@@ -989,6 +989,10 @@ public:
         awaitable<void> scan() {
             std::string const wprefix = worker_prefix();
             auto const sent = now();
+            // Renewals change a worker record's version and nothing else: listing the version is
+            // enough to see it alive. Its body (term, released) is read when first seen and at
+            // every fourth scan (the facts it gives only move forward; a reaper reads it first).
+            bool const full = scans++ % 4 == 0;
             auto [wec, workers] = co_await list_all(wprefix);
             auto const listed = now();
             if (!wec) {
@@ -999,8 +1003,12 @@ public:
                     present.insert(name);
                     auto& w = view.workers[name];
                     if (w.version == e.version && w.decoded) continue;
+                    // A version that had lived longer than half a TTL was no renewal of a live
+                    // worker: a reaper's marker, a release, or a new term. Read it at once.
+                    bool const long_lived = listed - w.observed_since >= std::chrono::nanoseconds(w.ttl) / 2;
                     if (w.version != e.version) w.observed_since = listed;
                     w.version = e.version;
+                    if (w.decoded && !full && !long_lived) continue;
                     keys.push_back(e.key);
                     names.push_back(std::move(name));
                 }
@@ -1026,12 +1034,12 @@ public:
                     w.ttl = b.ttl;
                     w.instance = b.owner;
                     w.value = b.value;
+                    w.body_version = r->found->version;
                 }
                 std::erase_if(view.workers, [&](auto const& kv) { return !present.count(kv.first); });
             }
             std::string const sprefix = shard_prefix();
             auto [sec, shards] = co_await list_all(sprefix);
-            bool const full = scans++ % 4 == 0;
             if (!sec) {
                 std::set<std::string, std::less<>> present;
                 std::vector<std::string> keys, ids;
@@ -1122,6 +1130,26 @@ public:
                 if (name == opts.worker || !w.decoded || w.released) continue;
                 auto const window_w = detail::lease_machine::takeover_window(w.ttl, opts.max_clock_rate_skew);
                 if (now() - w.observed_since < window_w) continue;
+                if (w.body_version != w.version) {
+                    // The marker keeps the record's token: it must come from this very version.
+                    std::string const key = worker_prefix() + name;
+                    auto [gec, r] = co_await get(key);
+                    detail::lease_body b;
+                    diagnostics d;
+                    if (gec || !r.found || detail::decode_lease_body(r.found->body, b, d)) continue;
+                    w.released = b.released;
+                    w.term = b.token;
+                    w.ttl = b.ttl;
+                    w.instance = b.owner;
+                    w.value = b.value;
+                    w.body_version = r.found->version;
+                    if (r.found->version != w.version) {
+                        w.version = r.found->version;
+                        w.observed_since = now();
+                        continue;
+                    }
+                    if (w.released) continue;
+                }
                 std::string nonce = make_nonce(rng);
                 std::string body = detail::encode_lease_body(w.instance, w.value, nonce, w.term, true, w.ttl);
                 std::string const key = worker_prefix() + name;
@@ -1129,6 +1157,7 @@ public:
                 auto [ec, r] = co_await store_put(key, body, pc);
                 if (!ec) {
                     w.version = r.version;
+                    w.body_version = r.version;
                     w.released = true;
                     w.observed_since = now();
                 } else {

@@ -33,6 +33,7 @@ struct table_worker_entry {
     std::uint64_t term = 0;                     // the record's fencing token: the worker's term
     std::chrono::milliseconds ttl{0};           // as declared by its holder
     std::string instance, value;                // kept in a reaper's marker
+    std::string body_version;                   // the version the fields above were read from
     std::chrono::nanoseconds observed_since{0}; // own time of the first read answer that showed `version`
 };
 
