@@ -936,25 +936,43 @@ public:
                 }
                 begin_term(grant.fencing_token);
                 auto next_scan = now();
+                auto last_act = now();
                 while (held && !abandoned && !stopping) {
                     if (now() >= next_scan) {
                         co_await scan();
                         if (!held || abandoned || stopping) break;
+                        last_act = now();
                         co_await act();
                         auto const scan_every = std::chrono::nanoseconds(opts.effective_scan_interval());
                         next_scan = now() + scan_every - std::chrono::nanoseconds(static_cast<std::int64_t>(
                                                                  uniform() * 0.2 * static_cast<double>(scan_every.count())));
+                    } else if (auto due = next_takeover(last_act); due && *due <= now()) {
+                        // A worker's takeover window just ended: reap and claim now, not at the next scan.
+                        last_act = now();
+                        co_await act();
                     }
                     if (!held || abandoned || stopping) break;
                     co_await settle_ended();
                     co_await poll_awaited();
                     auto wait = next_scan - now();
+                    if (auto due = next_takeover(last_act)) wait = std::min(wait, *due - now());
                     if (!awaiting.empty()) wait = std::min<std::chrono::nanoseconds>(wait, opts.poll_interval);
                     if (wait > std::chrono::nanoseconds(0)) co_await sleep(wait);
                 }
                 if (abandoned) co_return;
                 if (!held) end_term(); // lost: every work was cancelled; a new term claims the shards back
             }
+        }
+
+        // The earliest end of a takeover window after `after` among the workers that look alive.
+        std::optional<std::chrono::nanoseconds> next_takeover(std::chrono::nanoseconds after) const {
+            std::optional<std::chrono::nanoseconds> due;
+            for (auto const& [name, w] : view.workers) {
+                if (name == opts.worker || !w.decoded || w.released) continue;
+                auto const t = w.observed_since + detail::lease_machine::takeover_window(w.ttl, opts.max_clock_rate_skew);
+                if (t > after && (!due || t < *due)) due = t;
+            }
+            return due;
         }
 
         awaitable<std::tuple<error_code, lease_grant>> acquire() {
