@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -38,6 +39,7 @@ using vclock = sim::virtual_clock;
 
 struct counts {
     long writes = 0, reads = 0, lists = 0;
+    long long bytes_returned = 0; // what reads and listings bring back: keys, versions, bodies
 };
 
 // The memory store, counting requests.
@@ -49,7 +51,10 @@ public:
     template <class H>
     void async_get(std::string key, H&& h) {
         ++c_->reads;
-        inner_.async_get(std::move(key), std::forward<H>(h));
+        inner_.async_get(std::move(key), [c = c_, h = std::forward<H>(h)](baton::error_code ec, baton::get_result r) mutable {
+            if (r.found) c->bytes_returned += static_cast<long long>(r.found->key.size() + r.found->body.size() + r.found->version.size());
+            std::move(h)(ec, std::move(r));
+        });
     }
     template <class H>
     void async_put(std::string key, std::string body, baton::precondition pc, H&& h) {
@@ -64,7 +69,11 @@ public:
     template <class H>
     void async_list(std::string prefix, std::string after, std::size_t limit, H&& h) {
         ++c_->lists;
-        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<H>(h));
+        inner_.async_list(std::move(prefix), std::move(after), limit,
+                          [c = c_, h = std::forward<H>(h)](baton::error_code ec, baton::list_page p) mutable {
+                              for (auto const& e : p.entries) c->bytes_returned += static_cast<long long>(e.key.size() + e.version.size());
+                              std::move(h)(ec, std::move(p));
+                          });
     }
     template <class H>
     void async_probe(H&& h) {
@@ -123,6 +132,12 @@ bool balanced(std::map<std::string, int> const& n, int shards) {
     return true;
 }
 
+// A KCL lease row as JSON, the size of what a baton shard record holds.
+std::string kcl_row(int owner, long counter) {
+    return "{\"owner\":\"w" + std::to_string(owner) + "\",\"counter\":" + std::to_string(counter) +
+           ",\"checkpoint\":null,\"owner_switches\":0}";
+}
+
 // Runs until `done()` holds (checked every 100 ms of virtual time); the virtual seconds it took.
 template <class Done>
 double until(sim::scheduler& sched, Done done, std::chrono::seconds limit = 600s) {
@@ -142,7 +157,7 @@ int main(int argc, char** argv) {
 
     int const periods = 40;
     double settle = 0;
-    auto const [baton_writes, baton_reads] = [&] {
+    auto const [baton_writes, baton_reads, baton_bytes] = [&] {
     // ---- 1. steady state: baton ----------------------------------------------------------
     sim::scheduler sched(1);
     baton::memory_backend memory(sched.get_executor());
@@ -178,6 +193,7 @@ int main(int argc, char** argv) {
     sched.run_for(renew_period * periods);
     double const baton_writes = static_cast<double>(c->writes - before.writes) / periods;
     double const baton_reads = static_cast<double>(c->reads - before.reads + c->lists - before.lists) / periods;
+    double const baton_bytes = static_cast<double>(c->bytes_returned - before.bytes_returned) / periods;
 
     // ---- 2. a worker dies ------------------------------------------------------------------
     std::string const victim = "w0";
@@ -204,7 +220,7 @@ int main(int argc, char** argv) {
                 options("x", 0).max_moves_per_cycle);
     tables.clear();
     sched.run_for(1s);
-    return std::pair{baton_writes, baton_reads};
+    return std::tuple{baton_writes, baton_reads, baton_bytes};
     }();
     // ---- 1. steady state: the per-shard renewal baseline (KCL) ----------------------------
     // Each worker owns S/W lease rows and rewrites each one (a conditional put) every renew
@@ -212,6 +228,7 @@ int main(int argc, char** argv) {
     // are counted as KCL's Scan pages (which return the rows themselves).
     // Virtual time is process-wide: this simulation runs after the first one ended.
     long kcl_writes = 0, kcl_reads = 0;
+    long long kcl_bytes = 0;
     {
         sim::scheduler ks(2);
         baton::memory_backend km(ks.get_executor());
@@ -219,7 +236,8 @@ int main(int argc, char** argv) {
         counting_store kstore(km, kc);
         std::vector<std::pair<std::string, std::string>> rows; // key, version
         for (int i = 0; i < shards; ++i) {
-            kstore.async_put("kcl/s" + std::to_string(i), "{\"owner\":\"w" + std::to_string(i % workers) + "\",\"counter\":0}",
+            // A lease row with what a baton shard record holds (owner, counter, checkpoint).
+            kstore.async_put("kcl/s" + std::to_string(i), kcl_row(i % workers, 0),
                              baton::precondition::absent(), [&, i](baton::error_code, baton::put_result r) {
                                  rows.emplace_back("kcl/s" + std::to_string(i), r.version);
                              });
@@ -231,26 +249,32 @@ int main(int argc, char** argv) {
         for (auto t = 0ms; t < std::chrono::duration_cast<std::chrono::milliseconds>(renew_period * periods); t += 100ms) {
             if (t % renew_period == 0ms)
                 for (auto& [key, version] : rows)
-                    kstore.async_put(key, "{\"counter\":" + std::to_string(++counter) + "}", baton::precondition::matches(version),
+                    kstore.async_put(key, kcl_row(0, ++counter), baton::precondition::matches(version),
                                      [&version](baton::error_code ec, baton::put_result r) {
                                          if (!ec) version = r.version;
                                      });
             if (t % scan_period == 0ms)
                 for (int w = 0; w < workers; ++w)
                     for (int page = 0; page * 1000 < shards; ++page)
-                        kstore.async_list("kcl/", "", 1000, [](baton::error_code, baton::list_page) {});
+                        // A Scan page returns the rows themselves: count their bodies too.
+                        kstore.async_list("kcl/", "", 1000, [&km, &kc](baton::error_code, baton::list_page p) {
+                            for (auto const& e : p.entries)
+                                if (auto r = km.peek(e.key)) kc->bytes_returned += static_cast<long long>(r->body.size());
+                        });
             ks.run_until(start_at + t + 100ms);
         }
         kcl_writes = kc->writes - k0.writes;
         kcl_reads = kc->reads - k0.reads + kc->lists - k0.lists;
+        kcl_bytes = kc->bytes_returned - k0.bytes_returned;
     }
     double const kcl_w = static_cast<double>(kcl_writes) / periods, kcl_r = static_cast<double>(kcl_reads) / periods;
     std::printf("\n1. requests per renew period, nothing changing (mean of %d periods):\n", periods);
-    std::printf("   %-34s %10s %10s\n", "", "writes", "reads");
-    std::printf("   %-34s %10.1f %10.1f\n", "baton lease table", baton_writes, baton_reads);
-    std::printf("   %-34s %10.1f %10.1f\n", "per-shard renewal (KCL baseline)", kcl_w, kcl_r);
-    std::printf("   baton / baseline: writes %.4fx, reads %.2fx (bound: writes <= W = %d)\n", baton_writes / kcl_w,
-                baton_reads / kcl_r, workers);
+    double const kcl_b = static_cast<double>(kcl_bytes) / periods;
+    std::printf("   %-34s %10s %10s %16s\n", "", "writes", "reads", "bytes returned");
+    std::printf("   %-34s %10.1f %10.1f %16.0f\n", "baton lease table", baton_writes, baton_reads, baton_bytes);
+    std::printf("   %-34s %10.1f %10.1f %16.0f\n", "per-shard renewal (KCL baseline)", kcl_w, kcl_r, kcl_b);
+    std::printf("   baton / baseline: writes %.4fx, reads %.2fx, bytes returned %.2fx (bound: writes <= W = %d)\n",
+                baton_writes / kcl_w, baton_reads / kcl_r, baton_bytes / kcl_b, workers);
     std::printf("   (baton's reads: one listing per prefix and scan, which returns versions only, plus one read per\n"
                 "    record whose version changed; checkpoints add one write each, and one read for each other worker)\n");
     std::printf("   first balance after a cold start: %.1f s\n", settle);

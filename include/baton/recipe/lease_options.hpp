@@ -41,7 +41,8 @@ struct lease_options {
     std::string value;
     /// How long a successful write keeps the lease valid, measured on the holder's own monotonic clock from when the write was sent.
     std::chrono::milliseconds ttl{20000};
-    /// Time between renewals (jittered down by up to 20%). Zero: `ttl` / 3.
+    /// Mean time between renewals (spread by up to 10% either way, never past halfway to
+    /// `renew_deadline`). Zero: `ttl` / 3.
     std::chrono::milliseconds renew_interval{0};
     /// When the holder stops acting if no renewal succeeded since the last one was sent. Zero: 2/3 of `ttl`.
     std::chrono::milliseconds renew_deadline{0};

@@ -217,9 +217,14 @@ public:
     lease_action renew_schedule(own_time now) {
         attempt_ = 0;
         next_after_wait_ = write_next; // a scheduled renewal is one conditional write, no read first
-        auto const jitter = 0.8 + 0.2 * uniform();
+        // Spread evenly around the interval, so that a holder writes once per interval on
+        // average (a table's cost bound counts on it), and never later than halfway from the
+        // interval to the renew deadline, so that retries still fit before it.
+        auto const interval = static_cast<double>(std::chrono::nanoseconds(renew_interval_).count());
+        auto const spread = std::min(0.1 * interval,
+                                     0.5 * static_cast<double>(std::chrono::nanoseconds(renew_deadline_ - renew_interval_).count()));
         auto const next = held_.t_send + std::chrono::nanoseconds(static_cast<std::int64_t>(
-                                             jitter * static_cast<double>(std::chrono::nanoseconds(renew_interval_).count())));
+                                             interval - spread + 2.0 * spread * uniform()));
         return lease_action::wait(next - now);
     }
 
