@@ -72,6 +72,10 @@ def skip_without_server(kind):
     if kind == "s3" and not os.environ.get("BATON_S3_ENDPOINT"):
         print("skipped: BATON_S3_ENDPOINT is not set (run under tests/servers/with-servers.sh rgw)")
         sys.exit(0)
+    if kind == "composed" and not (os.environ.get("BATON_S3RVER_ENDPOINT") and os.environ.get("BATON_DYNAMODB_ENDPOINT")):
+        print("skipped: BATON_S3RVER_ENDPOINT or BATON_DYNAMODB_ENDPOINT is not set "
+              "(run under tests/servers/with-servers.sh s3rver dynalite)")
+        sys.exit(0)
 
 
 def dynamodb_store():

@@ -21,16 +21,20 @@ Checks:
 Records processed twice (after a SIGKILL or a loss, between the last checkpoint and the end of
 a work) are counted and reported, never failed: that is the documented at-least-once outcome.
 
-Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3]
+Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3 | composed]
   file         a fresh directory (default)
   dynamodb     a fresh table on the dynalite at BATON_DYNAMODB_ENDPOINT (with-servers.sh dynalite)
   s3           a fresh bucket on the S3 store at BATON_S3_ENDPOINT (Ceph RGW, with-servers.sh rgw)
+  composed     the commit protocol's store: a fresh bucket on s3rver (which ignores
+               preconditions) at BATON_S3RVER_ENDPOINT, its commits in a fresh dynalite table,
+               s3://BUCKET/xproc?lock=dynamodb://TABLE (with-servers.sh s3rver dynalite)
 Skipped (exit 0, one line) when its server is not configured.
 """
-import json, os, shutil, signal, subprocess, sys, tempfile, time
+import json, os, shutil, signal, subprocess, sys, tempfile, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_cross_process import dynamodb_store, s3_store, skip_without_server
+from s3_request import create_bucket
 
 SHARDS = 12
 RECORDS = 40
@@ -38,6 +42,24 @@ STEP = "60ms"
 TTL = "2s"
 DONE_WITHIN = 120  # seconds for every shard to reach its last record
 BALANCED_WITHIN = 30
+
+
+def composed_store():
+    """A fresh s3rver bucket whose commits go to a fresh dynalite table: the composed store URL,
+    the variables `baton` needs (each service's endpoint variable), those it must not see, and
+    how to drop the table."""
+    table_url, env, removed, drop = dynamodb_store()
+    endpoint = os.environ["BATON_S3RVER_ENDPOINT"]
+    region = os.environ.get("BATON_S3RVER_REGION", "us-east-1")
+    bucket = "baton-xproc-" + uuid.uuid4().hex
+    create_bucket(endpoint, region, os.environ["BATON_S3RVER_ACCESS_KEY"], os.environ["BATON_S3RVER_SECRET_KEY"],
+                  bucket)
+    # One set of credentials signs both services' requests: s3rver and dynalite accept any.
+    env = dict(env, AWS_ENDPOINT_URL_S3=endpoint, AWS_REGION=region,
+               AWS_ACCESS_KEY_ID=os.environ["BATON_S3RVER_ACCESS_KEY"],
+               AWS_SECRET_ACCESS_KEY=os.environ["BATON_S3RVER_SECRET_KEY"])
+    removed = tuple(removed) + ("AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION")
+    return "s3://%s/xproc?lock=%s" % (bucket, table_url), env, removed, drop
 
 
 def main():
@@ -55,8 +77,13 @@ def main():
         env.update(extra)
         for k in removed:
             env.pop(k, None)
-    else:
+    elif kind == "s3":
         store, extra, removed, drop = s3_store()
+        env.update(extra)
+        for k in removed:
+            env.pop(k, None)
+    else:
+        store, extra, removed, drop = composed_store()
         env.update(extra)
         for k in removed:
             env.pop(k, None)
