@@ -338,7 +338,6 @@ struct table_session : std::enable_shared_from_this<table_session<Table>> {
     std::weak_ptr<impl_type> table;
     typename Table::work_type work;
     shard_grant grant;
-    std::string key;
     std::uint64_t term = 0;
     bool stop_requested = false;
     bool lost = false;
@@ -1129,7 +1128,7 @@ public:
                 stopped.try_emplace(id, view.shards[id].body.token);
                 co_await hand_over(id, counts, false); // to its requester, or unowned
             }
-            auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, awaiting.size(), now(),
+            auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, awaiting.size(),
                                              window(), rng);
             for (auto const& id : plan.claim) {
                 if (!acting(term)) co_return;
@@ -1205,7 +1204,6 @@ public:
             auto sess = std::make_shared<session>();
             sess->table = this->weak_from_this();
             sess->grant = shard_grant{id, s.body.token, s.body.checkpoint};
-            sess->key = shard_prefix() + id;
             sess->term = term;
             sessions[id] = sess;
             awaiting.erase(id);
@@ -1287,14 +1285,13 @@ public:
             if (it == view.shards.end()) co_return;
             std::string const me = opts.worker;
             std::uint64_t const t = term;
-            auto const at = now();
             auto const win = window();
             detail::table_view const& v = view;
             detail::shard_change_fn change =
-                [&v, me, t, at, win](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+                [&v, me, t, win](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
                     if (!now) return detail::shard_change::refuse(errc::not_found);
                     if (now->owned_by(me, t)) return detail::shard_change::keep(); // ours (an earlier attempt landed)
-                    if (!v.claimable(*now, at, win)) return detail::shard_change::refuse(errc::precondition_failed);
+                    if (!v.claimable(*now, win)) return detail::shard_change::refuse(errc::precondition_failed);
                     next.owner = me;
                     next.term = t;
                     next.token = now->token + 1;

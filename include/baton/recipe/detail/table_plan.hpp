@@ -62,8 +62,7 @@ struct table_view {
     }
     // Whether the term a shard names has ended, judged so that a doubt keeps the owner: its
     // record released, or at a later term, or missing for `missing_window`.
-    bool term_ended(std::string_view w, std::uint64_t t, std::chrono::nanoseconds now,
-                    std::chrono::nanoseconds missing_window) const {
+    bool term_ended(std::string_view w, std::uint64_t t, std::chrono::nanoseconds missing_window) const {
         auto it = workers.find(w);
         if (it != workers.end()) {
             // A record at an earlier term than the shard names is older than the shard record:
@@ -71,14 +70,13 @@ struct table_view {
             if (!it->second.decoded || it->second.term < t) return false;
             return it->second.term > t || it->second.released;
         }
-        (void)now;
         auto m = missing.find(w);
         return m != missing.end() && m->second.last_sent - m->second.first_answer >= missing_window;
     }
     // Nobody may act on it: free, or its owner's term ended. Retired shards are never claimed.
-    bool claimable(shard_body const& b, std::chrono::nanoseconds now, std::chrono::nanoseconds missing_window) const {
+    bool claimable(shard_body const& b, std::chrono::nanoseconds missing_window) const {
         if (b.retired) return false;
-        return b.owner.empty() || term_ended(b.owner, b.term, now, missing_window);
+        return b.owner.empty() || term_ended(b.owner, b.term, missing_window);
     }
 };
 
@@ -112,7 +110,7 @@ struct balance_plan {
 // (`pending` are still outstanding; they count as its own).
 template <class Rng>
 balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_t term, std::size_t max_moves,
-                          std::size_t pending, std::chrono::nanoseconds now, std::chrono::nanoseconds missing_window,
+                          std::size_t pending, std::chrono::nanoseconds missing_window,
                           Rng& rng) {
     balance_plan plan;
     auto counts = owned_counts(v);
@@ -122,7 +120,7 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
 
     std::vector<std::string> ours_before, others;
     for (auto const& [id, s] : v.shards) {
-        if (!v.claimable(s.body, now, missing_window)) continue;
+        if (!v.claimable(s.body, missing_window)) continue;
         (s.body.owner == me ? ours_before : others).push_back(id);
     }
     std::shuffle(others.begin(), others.end(), rng);
