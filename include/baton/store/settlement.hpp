@@ -44,15 +44,23 @@ inline bool outcome_unknown(error_code const& ec) noexcept {
            (ec && ec.category() != baton::error_category() && is_retryable(ec));
 }
 
+/** Makes `out` a fresh nonce: 128 random bits from `rng` (a 64-bit generator) as 32 lowercase
+    hex digits. Reuses `out`'s storage: no allocation when it held a nonce before. */
+template <class Rng>
+void fill_nonce(Rng& rng, std::string& out) {
+    static constexpr char digits[] = "0123456789abcdef";
+    out.resize(32);
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = rng();
+        for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(half * 16 + i)] = digits[v & 15];
+    }
+}
+
 /** A fresh nonce: 128 random bits from `rng` (a 64-bit generator) as 32 lowercase hex digits. */
 template <class Rng>
 std::string make_nonce(Rng& rng) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s(32, '0');
-    for (int half = 0; half < 2; ++half) {
-        std::uint64_t v = rng();
-        for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(half * 16 + i)] = digits[v & 15];
-    }
+    std::string s;
+    fill_nonce(rng, s);
     return s;
 }
 

@@ -39,6 +39,11 @@
 #include <boost/system/system_error.hpp>
 #include <boost/url/parse.hpp>
 
+#include <cerrno>
+#if !defined(_WIN32)
+#include <sys/socket.h>
+#endif
+
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
@@ -106,14 +111,23 @@ struct connection {
     bool usable_when_idle() noexcept {
         auto& sock = tcp().socket();
         if (!sock.is_open()) return false;
+        char byte = 0;
+#if defined(MSG_DONTWAIT)
+        // One system call: a non-blocking peek, without switching the socket's mode twice.
+        for (;;) {
+            auto const n = ::recv(sock.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR) continue;
+            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        }
+#else
         error_code ec;
         sock.non_blocking(true, ec);
         if (ec) return false;
-        char byte = 0;
         sock.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
         error_code ignored;
         sock.non_blocking(false, ignored);
         return ec == asio::error::would_block;
+#endif
     }
 };
 

@@ -404,6 +404,14 @@ private:
         bool after_yield = false;      // ... after this acquisition yielded it to the waiters
         std::size_t condition = 0;     // claims: a hash of the version it was conditional on (observer accuracy only)
     };
+    // A fresh nonce in the storage of the last attempt's (moved out of it: no allocation while the
+    // attempts before settled without a doubt).
+    std::string fresh_nonce() {
+        std::string n = std::move(inflight_.nonce);
+        fill_nonce(rng_, n);
+        return n;
+    }
+
     struct held_record {
         std::uint64_t token = 0;
         std::string version;
@@ -486,7 +494,7 @@ private:
 
     lease_action claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false) {
         bool const creates = pc.which() == precondition::kind::absent;
-        inflight_ = attempt_record{make_nonce(rng_), token, now, acquisition_, false, creates, takes_back,
+        inflight_ = attempt_record{fresh_nonce(), token, now, acquisition_, false, creates, takes_back,
                                    takes_back && yielded_,
                                    creates ? 0 : std::hash<std::string_view>{}(std::string_view(pc.version()))};
         inflight_replaces_ = pc.which() == precondition::kind::matches;
@@ -519,7 +527,10 @@ private:
             late_claim_ = true;
             return claim(now, token, precondition::matches(version));
         }
-        held_ = held_record{token, version, inflight_.nonce, sent};
+        held_.token = token;
+        held_.version = version; // assigned, not rebuilt: a renewal then allocates nothing here
+        held_.nonce = inflight_.nonce;
+        held_.t_send = sent;
         has_version_ = true;
         state_ = lease_state::held;
         if (!inflight_.takes_back) {
@@ -648,7 +659,7 @@ private:
 
     // Rewrites our own record (same token, fresh nonce) under its current version.
     lease_action rewrite_own(own_time now, bool released) {
-        inflight_ = attempt_record{make_nonce(rng_), held_.token, now, 0, released};
+        inflight_ = attempt_record{fresh_nonce(), held_.token, now, 0, released};
         // A released marker states no turn: whoever reads it may take it at once (the releaser
         // may never come back), and a waiter that races our take-back loses one write at most.
         return lease_action::write(body(held_.token, inflight_.nonce, released,
