@@ -56,6 +56,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -142,6 +143,23 @@ double ms_since(clock_type::time_point t) { return std::chrono::duration<double,
 std::int64_t mono_ns(clock_type::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
+
+} // namespace
+
+// Heap allocations of each thread: the client's, not those of an in-process server thread.
+namespace {
+thread_local std::uint64_t t_allocs = 0;
+}
+void* operator new(std::size_t n) {
+    ++t_allocs;
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+// Not inlined: GCC would see free() called on what operator new returned (-Wmismatched-new-delete).
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
 
 // CPU time (user + system) of the calling thread: the client's own cost, which the
 // other tenants of a shared machine disturb far less than wall-clock rates.
@@ -348,6 +366,7 @@ baton::lease_options lease_opts(std::string key, std::string owner, std::chrono:
 struct cycle_result {
     std::vector<double> lat;
     double secs = 0, cpu = 0;
+    std::uint64_t allocs = 0; // on the client's thread
     std::string error;
 };
 
@@ -359,15 +378,18 @@ cycle_result run_cycles(asio::io_context& ioc, Lease& lease, int warmup, int n, 
     bool finished = false;
     clock_type::time_point t0 = clock_type::now(), t_cycle, deadline = clock_type::time_point::max();
     double cpu0 = 0;
+    std::uint64_t allocs0 = 0;
     std::function<void()> next = [&] {
         if (done == warmup) {
             t0 = clock_type::now();
             cpu0 = thread_cpu_seconds();
+            allocs0 = t_allocs;
             deadline = t0 + max_time;
         }
         if (done >= warmup + n || clock_type::now() >= deadline) {
             out.secs = std::chrono::duration<double>(clock_type::now() - t0).count();
             out.cpu = thread_cpu_seconds() - cpu0;
+            out.allocs = t_allocs - allocs0;
             finished = true;
             return;
         }
@@ -399,9 +421,10 @@ void print_cycle(char const* harness, char const* variant, cycle_result const& r
     if (!r.error.empty()) die(std::string(harness) + ": " + r.error);
     auto const n = r.lat.size();
     std::printf("{\"harness\":\"%s\",\"variant\":\"%s\",\"n\":%zu,\"secs\":%.3f,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,"
-                "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f%s}\n",
+                "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f,\"client_allocs_per_op\":%.1f%s}\n",
                 harness, variant, n, r.secs, static_cast<double>(n) / r.secs, pct(r.lat, 50), pct(r.lat, 99),
-                pct(r.lat, 100), r.cpu * 1e6 / static_cast<double>(n), extra.c_str());
+                pct(r.lat, 100), r.cpu * 1e6 / static_cast<double>(n), static_cast<double>(r.allocs) / static_cast<double>(n),
+                extra.c_str());
     std::fflush(stdout);
 }
 
@@ -734,11 +757,12 @@ struct http_case {
 };
 
 void print_http(char const* harness, std::string const& variant, std::vector<double> const& lat, double secs,
-                double cpu, std::string const& extra) {
+                double cpu, std::uint64_t allocs, std::string const& extra) {
     std::printf("{\"harness\":\"%s\",\"variant\":\"%s\",\"n\":%zu,\"secs\":%.3f,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,"
-                "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f%s}\n",
+                "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f,\"client_allocs_per_op\":%.1f%s}\n",
                 harness, variant.c_str(), lat.size(), secs, static_cast<double>(lat.size()) / secs, pct(lat, 50),
-                pct(lat, 99), pct(lat, 100), cpu * 1e6 / static_cast<double>(lat.size()), extra.c_str());
+                pct(lat, 99), pct(lat, 100), cpu * 1e6 / static_cast<double>(lat.size()),
+                static_cast<double>(allocs) / static_cast<double>(lat.size()), extra.c_str());
     std::fflush(stdout);
 }
 
@@ -753,6 +777,7 @@ void run_baton_client(http_case const& c, int warmup, int n, std::string const& 
     std::string error;
     clock_type::time_point t0, t_req;
     double cpu0 = 0, cpu = 0;
+    std::uint64_t allocs0 = 0, allocs = 0;
     int part = 0;
     auto info = std::make_shared<baton::http::request_info>();
     std::function<void()> next = [&] {
@@ -760,9 +785,11 @@ void run_baton_client(http_case const& c, int warmup, int n, std::string const& 
             if (done == warmup) {
                 t0 = clock_type::now();
                 cpu0 = thread_cpu_seconds();
+                allocs0 = t_allocs;
             }
             if (done >= warmup + n) {
                 cpu = thread_cpu_seconds() - cpu0;
+                allocs = t_allocs - allocs0;
                 finished = true;
                 return;
             }
@@ -791,7 +818,7 @@ void run_baton_client(http_case const& c, int warmup, int n, std::string const& 
     char extra[128];
     std::snprintf(extra, sizeof extra, ",\"non2xx\":%d,\"connections_opened\":%" PRIu64, non2xx,
                   client.connections_opened());
-    print_http("baton_http_client", variant, lat, secs, cpu, extra);
+    print_http("baton_http_client", variant, lat, secs, cpu, allocs, extra);
 }
 
 // The same with a blocking Beast client on one socket: the least a client can do.
@@ -806,10 +833,12 @@ void run_beast_sync(http_case const& c, int warmup, int n, std::string const& va
     int non2xx = 0;
     clock_type::time_point t0 = clock_type::now();
     double cpu0 = thread_cpu_seconds();
+    std::uint64_t allocs0 = t_allocs;
     for (int i = 0; i < warmup + n; ++i) {
         if (i == warmup) {
             t0 = clock_type::now();
             cpu0 = thread_cpu_seconds();
+            allocs0 = t_allocs;
         }
         auto const t = clock_type::now();
         for (int part = 0; part < c.parts; ++part) {
@@ -824,7 +853,9 @@ void run_beast_sync(http_case const& c, int warmup, int n, std::string const& va
     }
     double const secs = std::chrono::duration<double>(clock_type::now() - t0).count();
     double const cpu = thread_cpu_seconds() - cpu0;
-    print_http("beast_sync_client", variant, lat, secs, cpu, ",\"non2xx\":" + std::to_string(non2xx) + ",\"connections_opened\":1");
+    std::uint64_t const allocs = t_allocs - allocs0;
+    print_http("beast_sync_client", variant, lat, secs, cpu, allocs,
+               ",\"non2xx\":" + std::to_string(non2xx) + ",\"connections_opened\":1");
 }
 
 int cmd_http_ddb(args const& a) {

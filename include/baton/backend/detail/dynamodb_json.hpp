@@ -27,10 +27,12 @@
 #include <baton/aws/errors.hpp>
 
 #include <boost/json/array.hpp>
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
+#include <boost/json/storage_ptr.hpp>
 #include <boost/json/value.hpp>
 
 #include <array>
@@ -89,13 +91,15 @@ BATON_DECL bool base64_decode(std::string_view in, std::string& out);
 // such a prefix are escaped with `S:`.
 BATON_DECL std::string version_from_s(std::string_view s);
 
-BATON_DECL json::object version_value(std::string_view version);
+BATON_DECL json::object version_value(std::string_view version, json::storage_ptr sp = {});
 
 // ---- requests ---------------------------------------------------------------------
+// The builders of a request's JSON tree take the storage to build it in (`sp`): a request builds
+// its whole tree in one arena, and adds (moves) subtrees only within it.
 
-BATON_DECL json::object string_value(std::string_view s);
+BATON_DECL json::object string_value(std::string_view s, json::storage_ptr sp = {});
 
-BATON_DECL json::object key_of(table_ref t, std::string_view key);
+BATON_DECL json::object key_of(table_ref t, std::string_view key, json::storage_ptr sp = {});
 
 // Adds ConditionExpression and its placeholders for `pc` (nothing for `none`).
 BATON_DECL void add_condition(json::object& req, table_ref t, precondition const& pc);
@@ -110,10 +114,11 @@ BATON_DECL std::string get_item_request(table_ref t, std::string_view key);
     empty, too long, or taken by the key, `ver` or `body` are skipped.
     Anything that is not a JSON object yields nothing.
 */
-BATON_DECL json::object typed_attributes(table_ref t, std::string_view body);
+BATON_DECL json::object typed_attributes(table_ref t, std::string_view body, json::storage_ptr sp = {});
 
 // The item of a record: its key, version and body (S when UTF-8, else B).
-BATON_DECL json::object record_item(table_ref t, std::string_view key, std::string_view body, std::string_view version);
+BATON_DECL json::object record_item(table_ref t, std::string_view key, std::string_view body, std::string_view version,
+                                   json::storage_ptr sp = {});
 
 /// PutItem of a whole record under `pc`, writing `version`.
 BATON_DECL std::string put_item_request(table_ref t, std::string_view key, std::string_view body,
