@@ -4,6 +4,7 @@
 #include <baton/http/client.hpp>
 
 #include <doctest/doctest.h>
+#include <test_common/refused_port.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -673,11 +674,8 @@ TEST_CASE("a truncated or malformed response is an error; a close before any byt
 
 TEST_CASE("connection refused is a retryable error and nothing was sent") {
     net::io_context ioc;
-    std::uint16_t port = 0;
-    {
-        tcp::acceptor a(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-        port = a.local_endpoint().port();
-    }
+    test_common::refused_port const refused;
+    std::uint16_t const port = refused.port();
     bh::client c(ioc.get_executor());
     auto o = fetch(ioc, c, bh::endpoint{bh::scheme::http, "127.0.0.1", port});
     CHECK(o.ec == net::error::connection_refused);

@@ -9,6 +9,7 @@
 #include <baton/backend/s3.hpp>
 #include <test_common/credentials.hpp>
 #include <test_common/fixtures.hpp>
+#include <test_common/refused_port.hpp>
 
 #include <doctest/doctest.h>
 
@@ -142,15 +143,6 @@ public:
 private:
     std::shared_ptr<responder_state> st_;
 };
-
-// A port with nothing listening on it (bound, then closed).
-std::string refused_url() {
-    net::io_context ioc;
-    tcp::acceptor a(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-    auto const port = a.local_endpoint().port();
-    a.close();
-    return "http://127.0.0.1:" + std::to_string(port);
-}
 
 // ---- helpers ----------------------------------------------------------------------------------------
 
@@ -744,7 +736,8 @@ TEST_CASE("web identity: configuration problems") {
     CHECK(g.fc.diag.message == "no AWS credentials found; tried: web identity (AWS_WEB_IDENTITY_TOKEN_FILE is set but "
                                "AWS_ROLE_ARN is not)");
     env.set("AWS_ROLE_ARN", "arn:aws:iam::1:role/r");
-    env.set("AWS_ENDPOINT_URL_STS", refused_url());
+    test_common::refused_port const sts;
+    env.set("AWS_ENDPOINT_URL_STS", sts.url());
     g = get(ioc, p);
     CHECK(g.ec == errc::no_credentials);
     CHECK(g.fc.diag.message == "web identity: the web identity token file '" + (dir.path / "token").string() +
@@ -861,7 +854,8 @@ TEST_CASE("default chain: nothing anywhere gives one error naming every source a
     temp_dir dir;
     test_env env;
     env.set("HOME", dir.path.string());
-    auto const dead = refused_url();
+    test_common::refused_port const dead_port;
+    auto const dead = dead_port.url();
     env.set("AWS_EC2_METADATA_SERVICE_ENDPOINT", dead);
     auto p = aws::default_chain(ioc.get_executor(), env.lookup());
     auto g = get(ioc, p);
