@@ -6,8 +6,11 @@
 #include <baton/core/error.hpp>
 #include <baton/recipe/lease.hpp>
 #include <baton/recipe/lease_options.hpp>
+#include <baton/core/detail/timer_queue.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/core/signer.hpp>
+#include <baton/sim/scheduler.hpp>
+#include <baton/sim/virtual_timer.hpp>
 #include <baton/store/record_store.hpp>
 
 #include <doctest/doctest.h>
@@ -15,15 +18,20 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -929,6 +937,192 @@ TEST_CASE("a lease composes from the minimal policy exemplars") {
     baton::basic_lease<signing_backend, minimal_clock, minimal_retry, minimal_signer> signed_lease(
         ioc.get_executor(), sb, valid_options(), minimal_retry{}, minimal_signer{42});
     CHECK(*sb.adopted == 42);
+}
+
+}
+
+// ---- the shared timer queue (core/detail/timer_queue.hpp) ----------------------------------
+namespace {
+
+using vqueue = baton::detail::timer_queue<baton::sim::virtual_clock>;
+using vtime = baton::sim::virtual_clock::time_point;
+
+// An owner of one entry that records when it ran (virtual time, from the queue's reading).
+struct recorder : std::enable_shared_from_this<recorder> {
+    std::string name;
+    std::vector<std::pair<std::string, vtime>>* log = nullptr;
+    std::shared_ptr<vqueue> q;
+    vqueue::entry e;
+    recorder(std::string n, std::vector<std::pair<std::string, vtime>>& l, std::shared_ptr<vqueue> queue)
+        : name(std::move(n)), log(&l), q(std::move(queue)) {
+        e.owner = this;
+        e.lock = [](void* o) -> std::shared_ptr<void> { return static_cast<recorder*>(o)->weak_from_this().lock(); };
+        e.fire = [](void* o, vtime t) {
+            auto& self = *static_cast<recorder*>(o);
+            self.log->emplace_back(self.name, t);
+        };
+    }
+    ~recorder() { q->remove(e); }
+};
+
+vtime at(std::chrono::milliseconds ms) { return vtime(ms); }
+
+} // namespace
+
+TEST_SUITE("timer queue") {
+
+TEST_CASE("entries run by their latest time, in that order, ties in the order scheduled") {
+    baton::sim::scheduler sched(1);
+    auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
+    std::vector<std::pair<std::string, vtime>> log;
+    auto a = std::make_shared<recorder>("a", log, q);
+    auto b = std::make_shared<recorder>("b", log, q);
+    auto c = std::make_shared<recorder>("c", log, q);
+    q->schedule(c->e, at(30ms), at(30ms));
+    q->schedule(a->e, at(10ms), at(10ms));
+    q->schedule(b->e, at(30ms), at(30ms));
+    sched.run_for(100ms);
+    REQUIRE(log.size() == 3);
+    CHECK(log[0] == std::pair<std::string, vtime>("a", at(10ms)));
+    CHECK(log[1] == std::pair<std::string, vtime>("c", at(30ms)));
+    CHECK(log[2] == std::pair<std::string, vtime>("b", at(30ms)));
+    CHECK(q->size() == 0);
+}
+
+TEST_CASE("entries whose windows are open share a wake-up; one whose window has not opened waits") {
+    baton::sim::scheduler sched(2);
+    auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
+    std::vector<std::pair<std::string, vtime>> log;
+    auto a = std::make_shared<recorder>("a", log, q);
+    auto b = std::make_shared<recorder>("b", log, q);
+    auto c = std::make_shared<recorder>("c", log, q);
+    q->schedule(a->e, at(10ms), at(20ms));
+    q->schedule(b->e, at(15ms), at(30ms)); // open at 20: runs with a
+    q->schedule(c->e, at(25ms), at(40ms)); // not open at 20: runs at its latest
+    sched.run_for(100ms);
+    REQUIRE(log.size() == 3);
+    CHECK(log[0] == std::pair<std::string, vtime>("a", at(20ms)));
+    CHECK(log[1] == std::pair<std::string, vtime>("b", at(20ms)));
+    CHECK(log[2] == std::pair<std::string, vtime>("c", at(40ms)));
+}
+
+TEST_CASE("an entry scheduled earlier than the pending wake-up is never late; rescheduling replaces the window") {
+    baton::sim::scheduler sched(3);
+    auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
+    std::vector<std::pair<std::string, vtime>> log;
+    auto a = std::make_shared<recorder>("a", log, q);
+    auto b = std::make_shared<recorder>("b", log, q);
+    q->schedule(a->e, at(50ms), at(50ms));
+    sched.run_for(5ms);
+    q->schedule(b->e, at(10ms), at(10ms)); // earlier than the wait pending for a
+    q->schedule(a->e, at(70ms), at(70ms)); // a moved later
+    sched.run_for(100ms);
+    REQUIRE(log.size() == 2);
+    CHECK(log[0] == std::pair<std::string, vtime>("b", at(10ms)));
+    CHECK(log[1] == std::pair<std::string, vtime>("a", at(70ms)));
+}
+
+TEST_CASE("a removed entry does not run, an owner being destroyed is not called, and an empty queue holds no work") {
+    asio::io_context ioc;
+    {
+        baton::sim::scheduler sched(4);
+        auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
+        std::vector<std::pair<std::string, vtime>> log;
+        auto a = std::make_shared<recorder>("a", log, q);
+        auto b = std::make_shared<recorder>("b", log, q);
+        q->schedule(a->e, at(10ms), at(10ms));
+        q->schedule(b->e, at(20ms), at(20ms));
+        q->remove(a->e);
+        b.reset(); // its destructor takes its entry out
+        sched.run_for(100ms);
+        CHECK(log.empty());
+        CHECK(q->size() == 0);
+    }
+    // On a real io_context: a queue whose last entry went leaves no wait behind, so run() returns.
+    using squeue = baton::detail::timer_queue<std::chrono::steady_clock>;
+    auto q = baton::detail::timer_queues<std::chrono::steady_clock>::of(ioc.get_executor());
+    squeue::entry e;
+    int fired = 0;
+    e.owner = &fired;
+    e.lock = [](void*) -> std::shared_ptr<void> { return std::make_shared<int>(0); };
+    e.fire = [](void* o, std::chrono::steady_clock::time_point) { ++*static_cast<int*>(o); };
+    q->schedule(e, std::chrono::steady_clock::now() + 1h, std::chrono::steady_clock::now() + 1h);
+    ioc.poll();
+    CHECK_FALSE(ioc.stopped()); // the wait is outstanding work
+    q->remove(e);
+    ioc.poll();
+    CHECK(ioc.stopped());
+    CHECK(fired == 0);
+    // A due entry runs.
+    ioc.restart();
+    q->schedule(e, std::chrono::steady_clock::now(), std::chrono::steady_clock::now());
+    ioc.run();
+    CHECK(fired == 1);
+}
+
+TEST_CASE("one queue per executor: the same executor shares it, another strand has its own") {
+    asio::io_context ioc;
+    using queues = baton::detail::timer_queues<std::chrono::steady_clock>;
+    auto q1 = queues::of(ioc.get_executor());
+    auto q2 = queues::of(asio::any_io_executor(ioc.get_executor()));
+    CHECK(q1 == q2);
+    auto s1 = asio::make_strand(ioc);
+    auto s2 = asio::make_strand(ioc);
+    auto qs1 = queues::of(s1);
+    CHECK(qs1 != q1);
+    CHECK(queues::of(s1) == qs1);
+    CHECK(queues::of(s2) != qs1);
+    // Released with its last holder: a later request makes a new one.
+    auto const* before = qs1.get();
+    qs1.reset();
+    CHECK(queues::of(s2) != nullptr);
+    (void)before;
+}
+
+TEST_CASE("entries scheduled and removed from several threads while the queue fires on two" *
+          doctest::test_suite("concurrency")) {
+    asio::io_context ioc(2);
+    using clock = std::chrono::steady_clock;
+    using squeue = baton::detail::timer_queue<clock>;
+    auto q = baton::detail::timer_queues<clock>::of(ioc.get_executor());
+    struct counter : std::enable_shared_from_this<counter> {
+        std::atomic<int> fired{0};
+        squeue::entry e;
+    };
+    constexpr int per_thread = 64;
+    std::vector<std::shared_ptr<counter>> owners;
+    for (int i = 0; i < 2 * per_thread; ++i) {
+        auto c = std::make_shared<counter>();
+        c->e.owner = c.get();
+        c->e.lock = [](void* o) -> std::shared_ptr<void> { return static_cast<counter*>(o)->weak_from_this().lock(); };
+        c->e.fire = [](void* o, clock::time_point) { static_cast<counter*>(o)->fired.fetch_add(1); };
+        owners.push_back(std::move(c));
+    }
+    auto guard = asio::make_work_guard(ioc);
+    std::thread r1([&] { ioc.run(); });
+    std::thread r2([&] { ioc.run(); });
+    auto work = [&](int first) {
+        for (int round = 0; round < 50; ++round)
+            for (int i = first; i < first + per_thread; ++i) {
+                auto& c = *owners[static_cast<std::size_t>(i)];
+                auto const t = clock::now() + std::chrono::microseconds((i * 7 + round) % 200);
+                if ((i + round) % 3 == 0) q->remove(c.e);
+                else q->schedule(c.e, t - std::chrono::microseconds(50), t);
+            }
+        for (int i = first; i < first + per_thread; ++i)
+            q->schedule(owners[static_cast<std::size_t>(i)]->e, clock::now(), clock::now());
+    };
+    std::thread w1(work, 0);
+    std::thread w2(work, per_thread);
+    w1.join();
+    w2.join();
+    // Every entry was last scheduled to run now: each runs once more, and the queue empties.
+    for (int spins = 0; q->size() != 0 && spins < 10000; ++spins) std::this_thread::sleep_for(1ms);
+    guard.reset();
+    r1.join();
+    r2.join();
+    CHECK(q->size() == 0);
+    for (auto& c : owners) CHECK(c->fired.load() >= 1);
 }
 
 }

@@ -495,6 +495,58 @@ TEST_CASE("a holder taken over learns lease_lost at its next renewal") {
     CHECK_FALSE(b->released);
 }
 
+TEST_CASE("leases sharing one executor share its timer, and a hung renewal still loses exactly at the renew deadline") {
+    // Issue 15: every lease on an executor holds one entry in one timer queue, and renewals due
+    // close together share a wake-up (each may come up to 1/32 of its wait early). A deadline
+    // has no such window: the holder whose renewal hangs learns its loss at the deadline to the
+    // nanosecond, though 40 others' renewals are queued around it, and the hung write's late
+    // answer does not bring the term back.
+    sim::scheduler sched(31);
+    baton::memory_backend store(sched.get_executor());
+    auto profile = sim::fault_profile::none();
+    profile.min_latency = profile.max_latency = 0ns;
+    faulty_store net(store, sched.get_executor(), 31, profile);
+    auto ex = sched.make_participant_executor();
+    std::vector<std::unique_ptr<sim_lease>> others;
+    for (int i = 0; i < 40; ++i) {
+        auto o = options("other" + std::to_string(i), 100 + static_cast<std::uint64_t>(i));
+        o.key = "shared/" + std::to_string(i);
+        others.push_back(std::make_unique<sim_lease>(ex, store, o));
+        acquire_now(sched, *others.back());
+    }
+    faulty_lease victim(ex, net, options("victim", 32));
+    auto const sent = sched.now(); // its claim goes out now (no latency): the deadline counts from here
+    acquire_now(sched, victim);
+    completed lost;
+    victim.async_wait_lost(on_completed(lost));
+    for (int i = 0; i < 20; ++i) net.inject_next(sim::fault_kind::hold); // no renewal or retry reaches the store
+    // One queue for the executor, holding one entry per lease (its renew wait).
+    CHECK(baton::detail::timer_queues<virtual_clock>::of(ex)->size() == 41);
+    auto const puts_before = store.counts().puts;
+
+    sched.run_until(sent + renew_deadline - 1ns);
+    CHECK_FALSE(lost.ec.has_value());
+    CHECK(victim.is_held());
+    // The simulated clock's timers expire 1 ns past the own-time instant (when it has passed).
+    sched.run_until(sent + renew_deadline + 1ns);
+    REQUIRE(lost.ec.has_value());
+    CHECK(*lost.ec == errc::lease_lost);
+    CHECK(lost.at == sent + renew_deadline + 1ns); // never late
+    // The others renewed meanwhile (about twice each in 13.3 s at 6.67 s +-10%), and hold on.
+    auto const renewals = store.counts().puts - puts_before;
+    CHECK(renewals >= 40);
+    CHECK(renewals <= 80);
+    for (auto& l : others) CHECK(l->is_held());
+
+    // The first hung renewal lands now, after its timeout: its answer is lost, and the term stays over.
+    CHECK(net.held_count() >= 2);
+    net.deliver_held();
+    sched.run_for(1s);
+    CHECK(victim.state() == lease_state::lost);
+    CHECK_FALSE(victim.is_held());
+    CHECK(lost.calls == 1);
+}
+
 // ---- ambiguous outcomes ---------------------------------------------------------
 
 TEST_CASE("an acquiring write applied but unanswered is settled by reading back its nonce") {

@@ -22,6 +22,7 @@
 #include <baton/core/detail/default_token.hpp>
 #include <baton/recipe/detail/lease_machine.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
+#include <baton/core/detail/timer_queue.hpp>
 #include <baton/core/error.hpp>
 #include <baton/recipe/lease_observer.hpp>
 #include <baton/recipe/lease_options.hpp>
@@ -34,7 +35,6 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/post.hpp>
@@ -43,6 +43,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <list>
 #include <memory>
 #include <optional>
@@ -291,14 +292,19 @@ private:
         // Type-erased inside: the handle's Executor only names the default completion token.
         using executor_type = boost::asio::any_io_executor;
         using timer_clock = typename Clock::timer_clock;
-        using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
+        using timer_queue = detail::timer_queue<timer_clock>;
+        using timer_time = typename timer_clock::time_point;
 
         impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c, Observer obs)
             : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
-              observer(std::move(obs)), m(o, seed_of(o), hooks()), acquire_timer(ex), timeout_timer(ex), renew_timer(ex),
-              deadline_timer(ex), release_timer(ex) {
+              observer(std::move(obs)), m(o, seed_of(o), hooks()), timers(detail::timer_queues<timer_clock>::of(ex)) {
             detail::adopt_signer(backend, signer);
+            timer_entry.owner = this;
+            timer_entry.lock = [](void* c) -> std::shared_ptr<void> { return static_cast<impl*>(c)->weak_from_this().lock(); };
+            timer_entry.fire = [](void* c, timer_time t) { static_cast<impl*>(c)->on_timers(t); };
         }
+
+        ~impl() { timers->remove(timer_entry); }
 
         executor_type ex;
         Backend backend;
@@ -307,7 +313,18 @@ private:
         Clock clock;
         [[no_unique_address]] Observer observer;
         detail::lease_machine m;
-        timer acquire_timer, timeout_timer, renew_timer, deadline_timer, release_timer;
+        // The lease's waits share one timer with every lease on its executor (issue 15): each is a
+        // slot here, and the lease holds one entry in the queue, due when its earliest slot is.
+        enum slot_id : unsigned char { acquire_wait, acquire_timeout, renew_wait, renew_deadline, release_wait, slot_count };
+        struct slot {
+            timer_time early{}, due{}; // may run from `early` (a window for batching), runs by `due`
+            std::uint64_t gen = 0;     // the generation it was armed for (see `run_slot`)
+            bool armed = false;
+        };
+        std::shared_ptr<timer_queue> timers;
+        typename timer_queue::entry timer_entry;
+        slot slots[slot_count];
+        bool firing = false; // in `on_timers`: the entry is rescheduled once, at the end
         bool closed = false;
         // One per acquisition. Every request of the renew lane carries the term it was sent in,
         // and its answer is dropped unless that term is still current: an answer of an ended
@@ -463,8 +480,7 @@ private:
                 self.interrupt_acquire(boost::asio::error::operation_aborted);
             });
             if (o.timeout) {
-                arm(timeout_timer, std::min(*o.timeout, longest_timeout), [gen](impl& s) { return s.acquire_op.current(gen); },
-                    [](impl& s) { s.interrupt_acquire(errc::timeout); });
+                arm(acquire_timeout, std::min(*o.timeout, longest_timeout), gen);
             }
             step_acquire(m.acquire_start(now(), o.wait,
                                          o.timeout ? std::chrono::nanoseconds(std::min(*o.timeout, longest_timeout))
@@ -480,22 +496,100 @@ private:
             finish_acquire(reason);
         }
 
-        // Arms `t` to fire after `delay`: `then` runs if the wait was not cancelled, the lease is
-        // open, and `current` still holds (no later arm, operation or term has replaced this one).
-        template <class Current, class Then>
-        void arm(timer& t, std::chrono::nanoseconds delay, Current current, Then then) {
-            t.expires_at(clock.timer_expiry(delay));
-            t.async_wait(bound([self = this->shared_from_this(), current, then](error_code ec) {
-                if (self->closed || ec || !current(*self)) return;
-                then(*self);
-            }));
+        // ---- timers ---------------------------------------------------------
+        // Arms slot `id` to run after `delay` (own time) for generation `gen`, replacing what it
+        // held. `slack`: it may run that much earlier, to share another lease's wake-up.
+        void arm(slot_id id, std::chrono::nanoseconds delay, std::uint64_t gen, std::chrono::nanoseconds slack = {}) {
+            auto& sl = slots[id];
+            sl.due = clock.timer_expiry(delay);
+            sl.early = sl.due - std::chrono::duration_cast<typename timer_clock::duration>(slack);
+            sl.gen = gen;
+            sl.armed = true;
+            reschedule();
         }
+
+        void disarm(slot_id id) {
+            if (!slots[id].armed) return;
+            slots[id].armed = false;
+            reschedule();
+        }
+
+        // The lease's entry in the queue: due with its earliest slot, or out of the queue.
+        void reschedule() {
+            if (firing) return;
+            slot const* first_due = nullptr;
+            slot const* first_early = nullptr;
+            for (auto const& sl : slots) {
+                if (!sl.armed) continue;
+                if (!first_due || sl.due < first_due->due) first_due = &sl;
+                if (!first_early || sl.early < first_early->early) first_early = &sl;
+            }
+            if (!first_due) return timers->remove(timer_entry);
+            timers->schedule(timer_entry, first_early->early, first_due->due);
+        }
+
+        // The queue fired at `t`: the slots due by then run, earliest first. A slot armed again
+        // while they run waits for the next wake-up, as a separate timer would.
+        void on_timers(timer_time t) {
+            if (closed) return;
+            slot due_at_fire[slot_count];
+            std::copy(std::begin(slots), std::end(slots), std::begin(due_at_fire));
+            firing = true;
+            for (;;) {
+                int next = -1;
+                for (int i = 0; i < slot_count; ++i) {
+                    auto const& sl = slots[i];
+                    auto const& was = due_at_fire[i];
+                    bool const unchanged = sl.armed && was.armed && sl.due == was.due && sl.gen == was.gen;
+                    if (unchanged && !(t < sl.early) && (next < 0 || sl.due < slots[next].due)) next = i;
+                }
+                if (next < 0 || closed) break;
+                slots[next].armed = false;
+                due_at_fire[next].armed = false;
+                run_slot(static_cast<slot_id>(next), slots[next].gen);
+            }
+            firing = false;
+            if (!closed) reschedule();
+        }
+
+        void run_slot(slot_id id, std::uint64_t gen) {
+            switch (id) {
+            case acquire_wait:
+                if (acquire_op.current(gen) && !acquire_stop) step_acquire(m.acquire_on_wait(now()));
+                return;
+            case acquire_timeout:
+                if (acquire_op.current(gen)) interrupt_acquire(errc::timeout);
+                return;
+            case renew_wait:
+                if (gen != renew_gen || lose_if_past_deadline()) return;
+                step_renew(m.renew_on_wait(now()));
+                return;
+            case renew_deadline:
+                if (gen != deadline_gen) return;
+                m.on_deadline(now());
+                if (m.state() == lease_state::lost) {
+                    lose(errc::lease_lost, "renew deadline passed");
+                } else if (m.state() == lease_state::held && renew_io) {
+                    arm_deadline(); // fired a hair early; the deadline has not passed by our clock
+                }
+                return;
+            case release_wait:
+                if (gen == release_gen) step_release(m.release_on_wait(now()));
+                return;
+            case slot_count:
+                return;
+            }
+        }
+
+        // How much earlier than its jittered time a renewal may be sent to share a wake-up:
+        // 1/32 of its wait. Early, never late: the margin to the deadline is kept.
+        static std::chrono::nanoseconds renew_slack(std::chrono::nanoseconds wait) { return wait / 32; }
 
         // A stopped acquisition whose claim may have landed reads it back once before giving up,
         // or the record would name us unseen and hold every contender off for ttl x skew.
         bool settle_before_stopping() {
             if (!m.claim_of_this_acquisition_in_doubt()) return false;
-            acquire_timer.cancel();
+            disarm(acquire_wait);
             step_acquire(m.acquire_on_wait(now()));
             return true;
         }
@@ -539,8 +633,7 @@ private:
                                   }));
                 return;
             case t::wait:
-                arm(acquire_timer, a.delay, [gen](impl& s) { return s.acquire_op.current(gen) && !s.acquire_stop; },
-                    [](impl& s) { s.step_acquire(s.m.acquire_on_wait(s.now())); });
+                arm(acquire_wait, a.delay, gen);
                 return;
             case t::done:
                 return finish_acquire(a.ec);
@@ -552,8 +645,8 @@ private:
         void finish_acquire(error_code ec) {
             if (!acquire_op.busy()) return;
             acquire_stop = {};
-            acquire_timer.cancel();
-            timeout_timer.cancel();
+            disarm(acquire_wait);
+            disarm(acquire_timeout);
             lease_grant g;
             if (!ec) {
                 g = grant();
@@ -599,22 +692,14 @@ private:
         }
 
         void arm_deadline() {
-            unsigned const gen = ++deadline_gen;
-            arm(deadline_timer, m.deadline() - now(), [gen](impl& s) { return gen == s.deadline_gen; }, [](impl& s) {
-                s.m.on_deadline(s.now());
-                if (s.m.state() == lease_state::lost) {
-                    s.lose(errc::lease_lost, "renew deadline passed");
-                } else if (s.m.state() == lease_state::held && s.renew_io) {
-                    s.arm_deadline(); // fired a hair early; the deadline has not passed by our clock
-                }
-            });
+            arm(renew_deadline, m.deadline() - now(), ++deadline_gen);
         }
 
         void stop_renewal() {
             ++renew_gen;
             ++deadline_gen;
-            renew_timer.cancel();
-            deadline_timer.cancel();
+            disarm(renew_wait);
+            disarm(renew_deadline);
         }
 
         void step_renew(detail::lease_action a) {
@@ -623,11 +708,7 @@ private:
             unsigned const gen = renew_gen;
             switch (a.what) {
             case t::wait:
-                arm(renew_timer, std::min(a.delay, m.deadline() - now()), [gen](impl& s) { return gen == s.renew_gen; },
-                    [](impl& s) {
-                        if (s.lose_if_past_deadline()) return;
-                        s.step_renew(s.m.renew_on_wait(s.now()));
-                    });
+                arm(renew_wait, std::min(a.delay, m.deadline() - now()), gen, renew_slack(a.delay));
                 return;
             case t::write:
                 arm_deadline();
@@ -676,7 +757,7 @@ private:
 
         void after_renew_io(unsigned gen, detail::lease_action next) {
             ++deadline_gen; // disarm: the renew wait (or the next request) enforces the deadline now
-            deadline_timer.cancel();
+            disarm(renew_deadline);
             if (release_after_renew) {
                 release_after_renew = false;
                 return begin_release();
@@ -733,9 +814,7 @@ private:
                 }));
                 return;
             case t::wait: {
-                unsigned const gen = ++release_gen;
-                arm(release_timer, a.delay, [gen](impl& s) { return gen == s.release_gen; },
-                    [](impl& s) { s.step_release(s.m.release_on_wait(s.now())); });
+                arm(release_wait, a.delay, ++release_gen);
                 return;
             }
             case t::done:
@@ -816,11 +895,8 @@ private:
 
         void shutdown() {
             closed = true;
-            acquire_timer.cancel();
-            timeout_timer.cancel();
-            renew_timer.cancel();
-            deadline_timer.cancel();
-            release_timer.cancel();
+            for (auto& sl : slots) sl.armed = false;
+            timers->remove(timer_entry);
             auto const aborted = error_code(boost::asio::error::operation_aborted);
             acquire_op.complete(ex, aborted, lease_grant{});
             release_op.complete(ex, aborted);
