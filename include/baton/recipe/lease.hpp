@@ -317,13 +317,14 @@ private:
         // slot here, and the lease holds one entry in the queue, due when its earliest slot is.
         enum slot_id : unsigned char { acquire_wait, acquire_timeout, renew_wait, renew_deadline, release_wait, slot_count };
         struct slot {
-            timer_time early{}, due{}; // may run from `early` (a window for batching), runs by `due`
-            std::uint64_t gen = 0;     // the generation it was armed for (see `run_slot`)
+            timer_time due{};      // runs by then
+            std::uint64_t gen = 0; // the generation it was armed for (see `run_slot`)
             bool armed = false;
         };
         std::shared_ptr<timer_queue> timers;
         typename timer_queue::entry timer_entry;
         slot slots[slot_count];
+        timer_time renew_early{}; // the renew wait may run from then (a window to share a wake-up)
         bool firing = false; // in `on_timers`: the entry is rescheduled once, at the end
         bool closed = false;
         // One per acquisition. Every request of the renew lane carries the term it was sent in,
@@ -502,7 +503,7 @@ private:
         void arm(slot_id id, std::chrono::nanoseconds delay, std::uint64_t gen, std::chrono::nanoseconds slack = {}) {
             auto& sl = slots[id];
             sl.due = clock.timer_expiry(delay);
-            sl.early = sl.due - std::chrono::duration_cast<typename timer_clock::duration>(slack);
+            if (id == renew_wait) renew_early = sl.due - std::chrono::duration_cast<typename timer_clock::duration>(slack);
             sl.gen = gen;
             sl.armed = true;
             reschedule();
@@ -517,16 +518,20 @@ private:
         // The lease's entry in the queue: due with its earliest slot, or out of the queue.
         void reschedule() {
             if (firing) return;
-            slot const* first_due = nullptr;
-            slot const* first_early = nullptr;
-            for (auto const& sl : slots) {
-                if (!sl.armed) continue;
-                if (!first_due || sl.due < first_due->due) first_due = &sl;
-                if (!first_early || sl.early < first_early->early) first_early = &sl;
+            bool any = false;
+            timer_time due{}, early{};
+            for (int i = 0; i < slot_count; ++i) {
+                if (!slots[i].armed) continue;
+                timer_time const e = early_of(static_cast<slot_id>(i));
+                if (!any || slots[i].due < due) due = slots[i].due;
+                if (!any || e < early) early = e;
+                any = true;
             }
-            if (!first_due) return timers->remove(timer_entry);
-            timers->schedule(timer_entry, first_early->early, first_due->due);
+            if (!any) return timers->remove(timer_entry);
+            timers->schedule(timer_entry, early, due);
         }
+
+        timer_time early_of(slot_id id) const { return id == renew_wait ? renew_early : slots[id].due; }
 
         // The queue fired at `t`: the slots due by then run, earliest first. A slot armed again
         // while they run waits for the next wake-up, as a separate timer would.
@@ -541,7 +546,8 @@ private:
                     auto const& sl = slots[i];
                     auto const& was = due_at_fire[i];
                     bool const unchanged = sl.armed && was.armed && sl.due == was.due && sl.gen == was.gen;
-                    if (unchanged && !(t < sl.early) && (next < 0 || sl.due < slots[next].due)) next = i;
+                    if (unchanged && !(t < early_of(static_cast<slot_id>(i))) && (next < 0 || sl.due < slots[next].due))
+                        next = i;
                 }
                 if (next < 0 || closed) break;
                 slots[next].armed = false;

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -84,6 +85,38 @@ struct lease_action {
     static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
 };
 
+// The last failure's diagnostics, on the heap once a failure has said something: a lease that
+// never failed holds a pointer, not four strings (issue 15: bytes per held lease).
+class last_failure {
+public:
+    diagnostics const& get() const noexcept { return d_ ? *d_ : none(); }
+    last_failure& operator=(diagnostics const& d) {
+        if (d_) *d_ = d;
+        else if (!d.empty()) d_ = std::make_unique<diagnostics>(d);
+        return *this;
+    }
+    last_failure& operator=(diagnostics&& d) {
+        if (d_) *d_ = std::move(d);
+        else if (!d.empty()) d_ = std::make_unique<diagnostics>(std::move(d));
+        return *this;
+    }
+    /// For writing in place (allocates when nothing was kept yet).
+    diagnostics& edit() {
+        if (!d_) d_ = std::make_unique<diagnostics>();
+        return *d_;
+    }
+    void clear() noexcept {
+        if (d_) d_->clear();
+    }
+
+private:
+    static diagnostics const& none() noexcept {
+        static diagnostics const empty;
+        return empty;
+    }
+    std::unique_ptr<diagnostics> d_;
+};
+
 // Hooks into the driver: its RetryPolicy, and its observer's settlement and retry events
 // (null when not observed). Kept non-template so the machine compiles once.
 struct lease_hooks {
@@ -119,7 +152,7 @@ public:
     std::chrono::nanoseconds remaining(own_time now) const noexcept {
         return is_held(now) ? deadline() - now : std::chrono::nanoseconds(0);
     }
-    diagnostics const& last_diagnostics() const noexcept { return diag_; }
+    diagnostics const& last_diagnostics() const noexcept { return diag_.get(); }
     // A failure outside the protocol (a one-off read of the record) is still the last thing the store said.
     void note_failure(diagnostics d) { diag_ = std::move(d); }
     double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
@@ -171,13 +204,14 @@ public:
             // A claim still in doubt from before is forgotten: conditional on a version of a record
             // that names us, it can only land as ours, and is then claimed again with token + 1.
             if (pending_) report(*pending_, settlement_outcome::unresolved);
-            pending_ = inflight_;
+            if (pending_) *pending_ = inflight_;
+            else pending_ = std::make_unique<attempt_record>(inflight_);
         }
         return retry_or_fail(ec, read_next);
     }
 
     /// True while an acquisition's claim may have landed unseen (its outcome is unknown).
-    bool claim_in_doubt() const noexcept { return pending_.has_value(); }
+    bool claim_in_doubt() const noexcept { return pending_ != nullptr; }
     /// True when the last answer showed this acquisition's claim landed too late to act on, and
     /// the action returned refreshes it (same token): finishing the claim, not a new one.
     bool refreshing_late_claim() const noexcept { return late_claim_; }
@@ -282,7 +316,7 @@ public:
         }
         if (!found) return lose();
         lease_body b;
-        if (auto dec = decode_lease_body(found->body, b, diag_)) return lose();
+        if (auto dec = decode_lease_body(found->body, b, diag_.edit())) return lose();
         if (auto landed = own_doubt(b.nonce)) return renewed(now, *landed, found->version);
         if (now >= deadline()) return lose(); // too late to write: it would only delay the contenders
         if (found->version == held_.version) {
@@ -334,7 +368,7 @@ public:
         }
         if (!found) return release_failed(errc::lease_lost);
         lease_body b;
-        if (decode_lease_body(found->body, b, diag_)) return release_failed(errc::lease_lost);
+        if (decode_lease_body(found->body, b, diag_.edit())) return release_failed(errc::lease_lost);
         if (auto landed = own_doubt(b.nonce)) {
             if (b.released) return released(now, found->version, b.nonce);
             // A renewal of ours landed: the record is still ours, under a newer version.
@@ -344,7 +378,7 @@ public:
         }
         if (found->version == held_.version) {
             if (std::exchange(refused_, false) && ++release_refusals_ >= 3) {
-                diag_.message = "the store refused the released marker three times while the record stayed "
+                diag_.edit().message = "the store refused the released marker three times while the record stayed "
                                 "unchanged: it does not honour preconditions as it should";
                 return release_failed(errc::precondition_failed);
             }
@@ -564,7 +598,7 @@ private:
         if (pending_ && b.nonce == pending_->nonce) {
             report(*pending_, settlement_outcome::landed);
             inflight_ = *pending_;
-            return claimed(now, pending_->token, r.version, pending_->sent);
+            return claimed(now, inflight_.token, r.version, inflight_.sent);
         }
         if (released_by_us()) {
             attempt_ = 0;
@@ -808,7 +842,8 @@ private:
 
     attempt_record inflight_;
     bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
-    std::optional<attempt_record> pending_;  // an acquisition's claim whose outcome is unknown
+    // An acquisition's claim whose outcome is unknown (on the heap: rare, and 80 bytes in every lease).
+    std::unique_ptr<attempt_record> pending_;
     settlement_ledger<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
 
     // What this participant last knew of the record.
@@ -824,7 +859,7 @@ private:
     own_time observed_since_{0};
     std::chrono::milliseconds observed_ttl_{0};
 
-    diagnostics diag_;
+    last_failure diag_;
 };
 
 } // namespace baton::detail
