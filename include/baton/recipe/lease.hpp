@@ -97,6 +97,12 @@ inline constexpr unchecked_t unchecked{};
     over a lease whose holder stopped renewing only after seeing the same
     version for `ttl × max_clock_rate_skew` on its own clock.
 
+    @par Timers
+    All leases on one executor (compared with `==`) share one Asio timer: a
+    service of the executor's execution context keeps their waits in one
+    queue. A renew deadline is never late on its account; renewals due close
+    together share a wake-up (10,000 held leases cost one reactor timer).
+
     @par Thread safety
     Distinct objects: safe. Shared objects: unsafe; all calls and completions
     must be serialized, e.g. by constructing the lease on a strand.

@@ -42,7 +42,8 @@ struct lease_options {
     /// How long a successful write keeps the lease valid, measured on the holder's own monotonic clock from when the write was sent.
     std::chrono::milliseconds ttl{20000};
     /// Mean time between renewals (spread by up to 10% either way, never past halfway to
-    /// `renew_deadline`). Zero: `ttl` / 3.
+    /// `renew_deadline`; a renewal may also come up to 1/32 of its wait early, to share the
+    /// wake-up of the one timer all leases on an executor share). Zero: `ttl` / 3.
     std::chrono::milliseconds renew_interval{0};
     /// When the holder stops acting if no renewal succeeded since the last one was sent. Zero: 2/3 of `ttl`.
     std::chrono::milliseconds renew_deadline{0};
