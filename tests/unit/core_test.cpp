@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -967,76 +968,85 @@ struct recorder : std::enable_shared_from_this<recorder> {
 
 vtime at(std::chrono::milliseconds ms) { return vtime(ms); }
 
+std::pair<std::string, vtime> ran(std::string name, std::chrono::milliseconds ms) { return {std::move(name), at(ms)}; }
+
+// A simulation's queue for its executor, and the log of which owner ran when.
+struct queue_run {
+    baton::sim::scheduler sched;
+    std::shared_ptr<vqueue> q;
+    std::vector<std::pair<std::string, vtime>> log;
+    explicit queue_run(std::uint64_t seed)
+        : sched(seed), q(baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor())) {}
+    std::shared_ptr<recorder> owner(std::string name) { return std::make_shared<recorder>(std::move(name), log, q); }
+};
+
 } // namespace
 
 TEST_SUITE("timer queue") {
 
 TEST_CASE("entries run by their latest time, in that order, ties in the order scheduled") {
-    baton::sim::scheduler sched(1);
-    auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
-    std::vector<std::pair<std::string, vtime>> log;
-    auto a = std::make_shared<recorder>("a", log, q);
-    auto b = std::make_shared<recorder>("b", log, q);
-    auto c = std::make_shared<recorder>("c", log, q);
-    q->schedule(c->e, at(30ms), at(30ms));
-    q->schedule(a->e, at(10ms), at(10ms));
-    q->schedule(b->e, at(30ms), at(30ms));
-    sched.run_for(100ms);
-    REQUIRE(log.size() == 3);
-    CHECK(log[0] == std::pair<std::string, vtime>("a", at(10ms)));
-    CHECK(log[1] == std::pair<std::string, vtime>("c", at(30ms)));
-    CHECK(log[2] == std::pair<std::string, vtime>("b", at(30ms)));
-    CHECK(q->size() == 0);
+    queue_run run(1);
+    auto a = run.owner("a"), b = run.owner("b"), c = run.owner("c");
+    run.q->schedule(c->e, at(30ms), at(30ms));
+    run.q->schedule(a->e, at(10ms), at(10ms));
+    run.q->schedule(b->e, at(30ms), at(30ms));
+    run.sched.run_for(100ms);
+    CHECK(run.log == std::vector{ran("a", 10ms), ran("c", 30ms), ran("b", 30ms)});
+    CHECK(run.q->size() == 0);
 }
 
 TEST_CASE("entries whose windows are open share a wake-up; one whose window has not opened waits") {
-    baton::sim::scheduler sched(2);
-    auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
-    std::vector<std::pair<std::string, vtime>> log;
-    auto a = std::make_shared<recorder>("a", log, q);
-    auto b = std::make_shared<recorder>("b", log, q);
-    auto c = std::make_shared<recorder>("c", log, q);
-    q->schedule(a->e, at(10ms), at(20ms));
-    q->schedule(b->e, at(15ms), at(30ms)); // open at 20: runs with a
-    q->schedule(c->e, at(25ms), at(40ms)); // not open at 20: runs at its latest
-    sched.run_for(100ms);
-    REQUIRE(log.size() == 3);
-    CHECK(log[0] == std::pair<std::string, vtime>("a", at(20ms)));
-    CHECK(log[1] == std::pair<std::string, vtime>("b", at(20ms)));
-    CHECK(log[2] == std::pair<std::string, vtime>("c", at(40ms)));
+    queue_run run(2);
+    auto a = run.owner("a"), b = run.owner("b"), c = run.owner("c");
+    run.q->schedule(a->e, at(10ms), at(20ms));
+    run.q->schedule(b->e, at(15ms), at(30ms)); // open at 20: runs with a
+    run.q->schedule(c->e, at(25ms), at(40ms)); // not open at 20: runs at its latest
+    run.sched.run_for(100ms);
+    CHECK(run.log == std::vector{ran("a", 20ms), ran("b", 20ms), ran("c", 40ms)});
 }
 
 TEST_CASE("an entry scheduled earlier than the pending wake-up is never late; rescheduling replaces the window") {
-    baton::sim::scheduler sched(3);
-    auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
-    std::vector<std::pair<std::string, vtime>> log;
-    auto a = std::make_shared<recorder>("a", log, q);
-    auto b = std::make_shared<recorder>("b", log, q);
-    q->schedule(a->e, at(50ms), at(50ms));
-    sched.run_for(5ms);
-    q->schedule(b->e, at(10ms), at(10ms)); // earlier than the wait pending for a
-    q->schedule(a->e, at(70ms), at(70ms)); // a moved later
-    sched.run_for(100ms);
-    REQUIRE(log.size() == 2);
-    CHECK(log[0] == std::pair<std::string, vtime>("b", at(10ms)));
-    CHECK(log[1] == std::pair<std::string, vtime>("a", at(70ms)));
+    queue_run run(3);
+    auto a = run.owner("a"), b = run.owner("b");
+    run.q->schedule(a->e, at(50ms), at(50ms));
+    run.sched.run_for(5ms);
+    run.q->schedule(b->e, at(10ms), at(10ms)); // earlier than the wait pending for a
+    run.q->schedule(a->e, at(70ms), at(70ms)); // a moved later
+    run.sched.run_for(100ms);
+    CHECK(run.log == std::vector{ran("b", 10ms), ran("a", 70ms)});
+}
+
+TEST_CASE("an owner that throws leaves the rest of its batch queued: they still run, by their latest time") {
+    queue_run run(5);
+    auto a = run.owner("a"), b = run.owner("b"), c = run.owner("c");
+    a->e.fire = [](void* o, vtime t) {
+        auto& self = *static_cast<recorder*>(o);
+        self.log->emplace_back(self.name, t);
+        throw std::runtime_error("an observer threw");
+    };
+    run.q->schedule(a->e, at(20ms), at(20ms));
+    run.q->schedule(b->e, at(20ms), at(20ms));
+    run.q->schedule(c->e, at(10ms), at(30ms)); // open at 20: in the same batch, after b
+    CHECK_THROWS_AS(run.sched.run_for(100ms), std::runtime_error);
+    CHECK(run.log == std::vector{ran("a", 20ms)});
+    CHECK(run.q->size() == 2);
+    run.sched.run_for(100ms); // the application runs its executor again
+    CHECK(run.log == std::vector{ran("a", 20ms), ran("b", 20ms), ran("c", 20ms)});
+    CHECK(run.q->size() == 0);
 }
 
 TEST_CASE("a removed entry does not run, an owner being destroyed is not called, and an empty queue holds no work") {
     asio::io_context ioc;
     {
-        baton::sim::scheduler sched(4);
-        auto q = baton::detail::timer_queues<baton::sim::virtual_clock>::of(sched.get_executor());
-        std::vector<std::pair<std::string, vtime>> log;
-        auto a = std::make_shared<recorder>("a", log, q);
-        auto b = std::make_shared<recorder>("b", log, q);
-        q->schedule(a->e, at(10ms), at(10ms));
-        q->schedule(b->e, at(20ms), at(20ms));
-        q->remove(a->e);
+        queue_run run(4);
+        auto a = run.owner("a"), b = run.owner("b");
+        run.q->schedule(a->e, at(10ms), at(10ms));
+        run.q->schedule(b->e, at(20ms), at(20ms));
+        run.q->remove(a->e);
         b.reset(); // its destructor takes its entry out
-        sched.run_for(100ms);
-        CHECK(log.empty());
-        CHECK(q->size() == 0);
+        run.sched.run_for(100ms);
+        CHECK(run.log.empty());
+        CHECK(run.q->size() == 0);
     }
     // On a real io_context: a queue whose last entry went leaves no wait behind, so run() returns.
     using squeue = baton::detail::timer_queue<std::chrono::steady_clock>;

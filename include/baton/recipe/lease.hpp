@@ -546,6 +546,18 @@ private:
             slot due_at_fire[slot_count];
             std::copy(std::begin(slots), std::end(slots), std::begin(due_at_fire));
             firing = true;
+            try {
+                run_due_slots(t, due_at_fire);
+            } catch (...) { // an observer threw: the slots still armed keep their place in the queue
+                firing = false;
+                if (!closed) reschedule();
+                throw;
+            }
+            firing = false;
+            if (!closed) reschedule();
+        }
+
+        void run_due_slots(timer_time t, slot (&due_at_fire)[slot_count]) {
             for (;;) {
                 int next = -1;
                 for (int i = 0; i < slot_count; ++i) {
@@ -560,8 +572,6 @@ private:
                 due_at_fire[next].armed = false;
                 run_slot(static_cast<slot_id>(next), slots[next].gen);
             }
-            firing = false;
-            if (!closed) reschedule();
         }
 
         void run_slot(slot_id id, std::uint64_t gen) {
@@ -719,9 +729,12 @@ private:
             auto self = this->shared_from_this();
             unsigned const gen = renew_gen;
             switch (a.what) {
-            case t::wait:
-                arm(renew_wait, std::min(a.delay, m.deadline() - now()), gen, renew_slack(a.delay));
+            case t::wait: {
+                // The slack is of the wait armed, which the deadline may have cut short.
+                auto const wait = std::max(std::min(a.delay, m.deadline() - now()), std::chrono::nanoseconds(0));
+                arm(renew_wait, wait, gen, renew_slack(wait));
                 return;
+            }
             case t::write:
                 arm_deadline();
                 renew_io = true;

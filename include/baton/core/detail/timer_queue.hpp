@@ -51,7 +51,10 @@ public:
         std::size_t index = not_queued;
     };
 
-    explicit timer_queue(executor_type ex) : timer_(std::move(ex)) {}
+    explicit timer_queue(executor_type ex) : ex_(ex), timer_(std::move(ex)) {}
+
+    /// The executor the queue's timer and its callbacks run on.
+    executor_type const& executor() const noexcept { return ex_; }
 
     timer_queue(timer_queue const&) = delete;
     timer_queue& operator=(timer_queue const&) = delete;
@@ -63,8 +66,8 @@ public:
         e.latest = latest;
         e.seq = ++last_seq_;
         if (e.index == not_queued) {
-            e.index = heap_.size();
-            heap_.push_back(&e);
+            heap_.push_back(&e); // first: if it throws, `e` is left out, not half in
+            e.index = heap_.size() - 1;
         }
         // A later key moves down, an earlier one up: one of the two does nothing.
         sift_down(sift_up(e.index));
@@ -90,8 +93,7 @@ private:
 
     struct due {
         std::shared_ptr<void> keep;
-        void (*fire)(void*, time_point);
-        void* owner;
+        entry* e;
     };
 
     static bool before(entry const* a, entry const* b) noexcept {
@@ -152,17 +154,19 @@ private:
         time_point const t = heap_.front()->latest;
         if (waiting_ && waiting_until_ <= t) return;
         timer_.expires_at(t);
-        waiting_ = true;
-        waiting_until_ = t;
+        waiting_ = false; // until the new wait is in place (async_wait may throw)
         std::uint64_t const gen = ++wait_gen_;
         timer_.async_wait([w = this->weak_from_this(), gen](boost::system::error_code ec) {
             if (ec) return; // replaced by an earlier wait, or nothing left to wait for
             if (auto q = w.lock()) q->fire(gen);
         });
+        waiting_ = true;
+        waiting_until_ = t;
     }
 
     void fire(std::uint64_t gen) {
         std::vector<due> batch;
+        std::shared_ptr<void> spare; // a reference that must not die under the mutex (its owner's destructor takes it)
         time_point now;
         {
             std::lock_guard lk(mutex_);
@@ -172,16 +176,41 @@ private:
             // (one further down may have opened: it still runs by its own `latest`).
             while (!heap_.empty() && !(now < heap_.front()->earliest)) {
                 entry* const e = heap_.front();
+                std::shared_ptr<void> keep = e->lock(e->owner);
+                if (keep) {
+                    try {
+                        batch.push_back(due{std::move(keep), e});
+                    } catch (...) { // out of memory: `e` stays queued, and runs at the next wake-up
+                        spare = std::move(keep);
+                        break;
+                    }
+                }
                 erase_at(0);
-                if (auto keep = e->lock(e->owner)) batch.push_back(due{std::move(keep), e->fire, e->owner});
             }
             arm_for_earliest();
         }
-        for (auto& d : batch) d.fire(d.owner, now);
+        std::size_t i = 0;
+        try {
+            for (; i < batch.size(); ++i) batch[i].e->fire(batch[i].e->owner, now);
+        } catch (...) {
+            // An owner threw (its observer, say): the others of the batch go back in the queue,
+            // unless they were queued again meanwhile, so that their deadlines still come.
+            std::lock_guard lk(mutex_);
+            for (std::size_t j = i + 1; j < batch.size(); ++j) {
+                entry& e = *batch[j].e;
+                if (e.index != not_queued) continue;
+                heap_.push_back(&e);
+                e.index = heap_.size() - 1;
+                sift_down(sift_up(e.index));
+            }
+            arm_for_earliest();
+            throw;
+        }
     }
 
     mutable std::mutex mutex_;
     std::vector<entry*> heap_;
+    executor_type ex_;
     timer timer_;
     bool waiting_ = false;
     time_point waiting_until_{};
@@ -209,15 +238,17 @@ private:
     std::shared_ptr<queue> find_or_make(boost::asio::any_io_executor const& ex) {
         std::lock_guard lk(mutex_);
         std::shared_ptr<queue> found;
-        std::erase_if(queues_, [&](auto& kv) {
-            auto q = kv.second.lock();
+        // Only weak references are kept, no executor copies: an executor that tracks work, or a
+        // strand, is held by the leases that use it and no longer.
+        std::erase_if(queues_, [&](std::weak_ptr<queue> const& w) {
+            auto q = w.lock();
             if (!q) return true;
-            if (!found && kv.first == ex) found = std::move(q);
+            if (!found && q->executor() == ex) found = std::move(q);
             return false;
         });
         if (found) return found;
         found = std::make_shared<queue>(ex);
-        queues_.emplace_back(ex, found);
+        queues_.push_back(found);
         return found;
     }
 
@@ -227,7 +258,7 @@ private:
     }
 
     std::mutex mutex_;
-    std::vector<std::pair<boost::asio::any_io_executor, std::weak_ptr<queue>>> queues_;
+    std::vector<std::weak_ptr<queue>> queues_; // a list: executors have no order or hash; few per context
 };
 
 } // namespace baton::detail
