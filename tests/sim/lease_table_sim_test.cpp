@@ -109,6 +109,13 @@ class table_sim {
     using table_t = baton::basic_lease_table<Store, sim::manual_clock, baton::standard_retry>;
     using timer_t = asio::basic_waitable_timer<vclock, asio::wait_traits<vclock>, asio::any_io_executor>;
 
+    // Each worker's latest run: whether it has ended (a crashed run's late completion is not it).
+    struct run_state {
+        unsigned serial = 0;
+        bool ended = false;
+        bool leaving = false; // asked to stop: a loss of its lease first is a documented outcome
+    };
+    std::map<std::string, run_state> runs_;
     struct worker {
         std::string name;
         sim::pausable_executor ex;
@@ -168,16 +175,21 @@ public:
         next();
         sched_.run_until(vtime(240s));
 
-        // Quiet: faults off, everyone thawed, every worker running; then measure.
+        // Quiet: faults off, everyone thawed, every worker running (a crashed one, or one whose run
+        // ended, leaving or lost while leaving, starts again); then measure.
         net.set_faults_enabled(false);
         for (auto& n : names_) {
             auto it = workers_.find(n);
-            if (it == workers_.end() || !it->second.table) start(n);
-            else if (it->second.frozen) {
+            if (it != workers_.end() && it->second.frozen) {
                 it->second.ex.thaw();
                 it->second.frozen = false;
             }
+            if (it == workers_.end() || !it->second.table || runs_[n].ended) start(n);
         }
+        // The ones that were leaving when the quiet began have left by now: they start again too.
+        sched_.run_until(vtime(300s));
+        for (auto& n : names_)
+            if (runs_[n].ended) start(n);
         sched_.run_until(vtime(420s));
         std::size_t const quiet_from = log->size();
         sched_.run_until(vtime(480s));
@@ -230,9 +242,23 @@ private:
         rp.max_attempts = 2 + static_cast<unsigned>(sched_.rng()() % 3);
         w.table = std::make_unique<table_t>(w.ex, store_for(), options(name), baton::standard_retry(rp), baton::backend_signer{},
                                             w.clock);
-        w.table->async_run(test_common::numbered_records_work<table_t>(records_, name, w.clock, 2s), [this, name](error_code ec) {
-            if (ec && ec != asio::error::operation_aborted) violate("worker " + name + " stopped with " + ec.message());
-        });
+        auto& run = runs_[name];
+        run.ended = run.leaving = false;
+        w.table->async_run(test_common::numbered_records_work<table_t>(records_, name, w.clock, 2s),
+                           [this, name, serial = ++run.serial](error_code ec) {
+                               auto& r = runs_[name];
+                               if (r.serial != serial) return; // a crashed run's late completion
+                               r.ended = true;
+                               // A worker asked to leave reports a lease lost first, or a release the
+                               // faulty network kept from landing (documented outcomes); a setting or
+                               // store error is never expected.
+                               bool const config = ec == baton::errc::foreign_record ||
+                                                   ec == baton::errc::capability_missing ||
+                                                   ec == baton::errc::invalid_argument || ec == baton::errc::not_found;
+                               if (r.leaving && !config) return;
+                               if (ec && ec != asio::error::operation_aborted)
+                                   violate("worker " + name + " stopped with " + ec.message());
+                           });
     }
 
     void chaos_event() {
@@ -265,6 +291,7 @@ private:
             ++out_.crashes;
         } else { // leaves gracefully
             w->table->request_stop();
+            runs_[w->name].leaving = true;
             ++out_.leaves;
             auto* t = w->table.get();
             // Gone once its run completed; the object stays until the quiet period replaces it.

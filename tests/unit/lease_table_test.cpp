@@ -381,6 +381,32 @@ TEST_CASE("stopping hands every shard over at once; the lease record is released
     w.check_log(true);
 }
 
+TEST_CASE("a worker whose lease was lost before it could hand over says so when it stops; its shards are taken over") {
+    // async_run's success means every shard was handed over and the lease released. A worker frozen
+    // past its deadline, then asked to stop, can do neither: it completes with lease_lost, its
+    // record is not marked released, and the other worker takes its shards after the window.
+    sim::scheduler sched(6);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(4);
+    auto& a = w.start("a");
+    sched.run_for(6s);
+    w.start("b");
+    sched.run_for(20s);
+    REQUIRE(w.owned()["a"] >= 1u);
+    w.workers.at("a").ex.freeze();
+    sched.run_for(10s); // past a's renew deadline (6 s) by its own clock, short of b's takeover window (18 s)
+    a.request_stop();
+    w.workers.at("a").ex.thaw();
+    sched.run_for(5s);
+    REQUIRE(w.workers.at("a").finished);
+    CHECK(*w.workers.at("a").finished == errc::lease_lost);
+    for (auto const& wk : w.snapshot().workers)
+        if (wk.name == "a") CHECK_FALSE(wk.released);
+    sched.run_for(30s);
+    CHECK(w.owned()["b"] == 4u);
+    w.check_log(false);
+}
+
 TEST_CASE("retire stops the owner and keeps the token; register brings the shard back above it") {
     sim::scheduler sched(6);
     world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));

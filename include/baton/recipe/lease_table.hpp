@@ -105,6 +105,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -516,6 +517,9 @@ public:
 
         @par Handler signature
         `void(error_code)`: success after a stop (every shard handed over, the lease released);
+        `errc::lease_lost` after a stop when the worker lease was lost first (its shards could not
+        be handed over: other workers take them when its takeover window ends), or the error of a
+        release that did not land (the shards were handed over; the record expires);
         `errc::invalid_argument` without a worker name; `errc::operation_in_progress` when already
         running; `errc::foreign_record` or `errc::capability_missing` from the store.
 
@@ -915,8 +919,9 @@ public:
         awaitable<void> worker_loop() {
             while (!abandoned) {
                 if (stopping) {
-                    co_await release_all();
-                    finish_run({});
+                    // A worker that lost its lease before it could hand over says so: its shards
+                    // stay claimed until other workers' takeover windows end.
+                    finish_run(co_await release_all());
                     co_return;
                 }
                 // Hold the worker lease: a new term.
@@ -1385,7 +1390,10 @@ public:
 
         // Stopping: every work is asked to stop; each shard is handed over as its work ends;
         // then the lease is released.
-        awaitable<void> release_all() {
+        // Success when nothing of this worker is left claimed: its shards handed over and its
+        // lease released, or it never held a term; `errc::lease_lost` when the lease was lost
+        // first; else why the release failed.
+        awaitable<error_code> release_all() {
             for (auto& [id, s] : sessions) s->request_stop(ex);
             for (;;) {
                 if (!held) break;
@@ -1402,11 +1410,14 @@ public:
                 if (sessions.empty() && left.empty()) break;
                 co_await sleep(std::chrono::nanoseconds(opts.poll_interval));
             }
+            error_code ec = term == 0 ? error_code{} : error_code(errc::lease_lost);
             if (lease && held) {
                 held = false;
-                co_await lease->async_release(tuple_awaitable);
+                std::tie(ec) = co_await lease->async_release(tuple_awaitable);
+                if (ec == errc::not_held) ec = errc::lease_lost; // its deadline passed while it handed over
             }
             end_term();
+            co_return ec;
         }
 
         // ---- checkpoints ----------------------------------------------------------------------
