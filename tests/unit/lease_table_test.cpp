@@ -127,6 +127,17 @@ struct world {
         return *w.table;
     }
 
+    // `shards` registered, worker a alone for 6 s, then b joins and they share them for 20 s: a owns some.
+    table_t& two_sharing(int shards) {
+        register_shards(shards);
+        auto& a = start("a");
+        sched.run_for(6s);
+        start("b");
+        sched.run_for(20s);
+        REQUIRE(owned()["a"] >= 1u);
+        return a;
+    }
+
     baton::table_snapshot snapshot() {
         std::optional<baton::table_snapshot> out;
         admin().async_snapshot([&](error_code ec, baton::table_snapshot s) {
@@ -213,13 +224,7 @@ TEST_CASE("a joining worker gets its fair share by graceful handoff: no record p
 TEST_CASE("a frozen worker's shards are taken after ttl x skew; its late checkpoint is refused by the store") {
     sim::scheduler sched(3);
     world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
-    w.register_shards(4);
-    auto& a = w.start("a");
-    sched.run_for(6s);
-    w.start("b");
-    sched.run_for(20s);
-    auto before = w.owned();
-    REQUIRE(before["a"] >= 1u);
+    auto& a = w.two_sharing(4);
     auto const frozen_at = vclock::now();
     w.workers.at("a").ex.freeze();
     sched.run_for(40s);
@@ -387,12 +392,7 @@ TEST_CASE("a worker whose lease was lost before it could hand over says so when 
     // record is not marked released, and the other worker takes its shards after the window.
     sim::scheduler sched(6);
     world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
-    w.register_shards(4);
-    auto& a = w.start("a");
-    sched.run_for(6s);
-    w.start("b");
-    sched.run_for(20s);
-    REQUIRE(w.owned()["a"] >= 1u);
+    auto& a = w.two_sharing(4);
     w.workers.at("a").ex.freeze();
     sched.run_for(10s); // past a's renew deadline (6 s) by its own clock, short of b's takeover window (18 s)
     a.request_stop();
