@@ -181,6 +181,9 @@ int main() {
                 static_cast<unsigned long long>(counts.gets), static_cast<unsigned long long>(counts.puts),
                 static_cast<unsigned long long>(counts.refused));
     quiet = true;
+    // The candidates' coroutines still use their elections: stop them running (freeze their
+    // executors) before the elections go, so that none resumes into a destroyed one.
+    for (auto& c : cs) c->ex.freeze();
     for (auto& c : cs) c->election.reset();
     sched.run_for(5s);
     return increasing ? 0 : 1;
