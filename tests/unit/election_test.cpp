@@ -233,6 +233,51 @@ TEST_CASE("run_while_held: losing the lease cancels the work at the renew deadli
 }
 
 
+TEST_CASE("run_while_held: a lease destroyed while its work runs is abandoned and never touched again") {
+    // Before, run_while_held sent a release through the destroyed lease (use after free under ASan).
+    baton::sim::scheduler sched(5);
+    baton::memory_backend store(sched.get_executor());
+    using lease_type = baton::basic_lease<baton::memory_backend, baton::sim::manual_clock>;
+    std::optional<lease_type> lease;
+    lease.emplace(sched.get_executor(), store, options("w", 5), baton::standard_retry{}, baton::backend_signer{},
+                  baton::sim::manual_clock{});
+    std::optional<baton::error_code> outcome;
+    bool work_cancelled = false;
+    asio::co_spawn(
+        sched.get_executor(),
+        [&]() -> asio::awaitable<void> {
+            outcome = co_await baton::run_while_held(*lease, [&](baton::lease_grant) -> asio::awaitable<void> {
+                vtimer t(co_await asio::this_coro::executor);
+                t.expires_at(baton::sim::manual_clock{}.timer_expiry(60s));
+                try {
+                    co_await t.async_wait(asio::use_awaitable);
+                } catch (boost::system::system_error const&) {
+                    work_cancelled = true;
+                    throw;
+                }
+            });
+        },
+        asio::detached);
+    sched.run_for(5s);
+    REQUIRE(lease->state() == baton::lease_state::held);
+    lease.reset();
+    sched.run_for(1s);
+    REQUIRE(outcome);
+    CHECK(*outcome == asio::error::operation_aborted);
+    CHECK(work_cancelled);
+    // Abandoned, not released: the record still names the holder until another contender's wait expires.
+    sim_election observer(sched.get_executor(), store, options("o", 6), {}, {}, baton::sim::manual_clock{});
+    std::optional<baton::lease_info> seen;
+    observer.async_leader([&](baton::error_code ec, std::optional<baton::lease_info> l) {
+        REQUIRE_FALSE(ec);
+        seen = l;
+    });
+    sched.run_for(10ms);
+    REQUIRE(seen);
+    CHECK(seen->owner.starts_with("w"));
+    CHECK_FALSE(seen->released);
+}
+
 TEST_CASE("every operation's handler runs on its own strand; async_leader runs alongside wait_for_change") {
     baton::sim::scheduler sched(9);
     baton::memory_backend store(sched.get_executor());

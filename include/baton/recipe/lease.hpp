@@ -76,6 +76,25 @@ struct unchecked_t {
     explicit unchecked_t() = default;
 };
 inline constexpr unchecked_t unchecked{};
+
+/// Whether a lease's state was closed (the lease destroyed): safe to ask after the lease object is gone.
+template <class Impl>
+struct lease_closed_watch {
+    std::weak_ptr<Impl const> state;
+    bool operator()() const {
+        auto s = state.lock();
+        return !s || s->closed;
+    }
+};
+
+// For composed operations on a lease (run_while_held): an operation that completed with
+// operation_aborted may mean the lease was destroyed, after which it must not be touched.
+struct lease_access {
+    template <class Lease>
+    static auto closed_watch(Lease const& l) -> lease_closed_watch<typename decltype(l.impl_)::element_type> {
+        return {l.impl_};
+    }
+};
 } // namespace detail
 
 /** A lease on one key of a record store, with a fencing token.
@@ -117,6 +136,7 @@ template <record_store Backend, clock_policy Clock = steady_clock, retry_policy 
           class Observer = no_lease_observer>
 class basic_lease {
     struct impl;
+    friend struct detail::lease_access;
 
 public:
     /// The executor that renewals and completions run on by default.

@@ -9,6 +9,7 @@
 */
 
 #include <baton/core/error.hpp>
+#include <baton/recipe/lease.hpp>
 #include <baton/recipe/lease_options.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -36,11 +37,26 @@ namespace baton {
     succeeded; `errc::lease_lost` when the work was cancelled by loss; the
     acquisition's error when it was never held. Exceptions thrown by the
     work are rethrown after the release.
+
+    @par Object lifetimes
+    Destroying the lease while this runs abandons it (see `basic_lease`):
+    the work is cancelled, no release is sent, and this completes with
+    `operation_aborted` without touching the lease again.
 */
+namespace detail {
+// Tells "the lease was destroyed" from a cancellation; a lease type without the hook is never closed.
+template <class Lease>
+auto closed_watch_of(Lease const& lease) {
+    if constexpr (requires { lease_access::closed_watch(lease); }) return lease_access::closed_watch(lease);
+    else return [] { return false; };
+}
+} // namespace detail
+
 template <class Lease, class Work>
 boost::asio::awaitable<error_code> run_while_held(Lease& lease, Work work, acquire_options opts = {}) {
     namespace asio = boost::asio;
     using namespace asio::experimental::awaitable_operators;
+    auto const closed = detail::closed_watch_of(lease);
     auto [acquired, grant] = co_await lease.async_acquire(opts, asio::as_tuple(asio::use_awaitable));
     if (acquired) co_return acquired;
 
@@ -59,6 +75,10 @@ boost::asio::awaitable<error_code> run_while_held(Lease& lease, Work work, acqui
         auto [lost] = std::get<1>(ended);
         outcome = lost ? lost : error_code(errc::lease_lost);
         failure = nullptr; // the work was cancelled by us: its unwinding is not a failure
+    }
+    if (closed()) { // destroyed while we waited: abandoned, and not ours to touch
+        if (failure) std::rethrow_exception(failure);
+        co_return outcome ? outcome : error_code(asio::error::operation_aborted);
     }
     auto [released] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
     if (failure) std::rethrow_exception(failure);
