@@ -278,6 +278,42 @@ TEST_CASE("run_while_held: a lease destroyed while its work runs is abandoned an
     CHECK_FALSE(seen->released);
 }
 
+TEST_CASE("run_while_held: cancelling it cancels the work and releases the lease") {
+    baton::sim::scheduler sched(7);
+    baton::memory_backend store(sched.get_executor());
+    baton::basic_lease<baton::memory_backend, baton::sim::manual_clock> lease(
+        sched.get_executor(), store, options("w", 7), {}, {}, baton::sim::manual_clock{});
+    std::optional<baton::error_code> outcome;
+    std::exception_ptr thrown;
+    bool work_cancelled = false;
+    asio::cancellation_signal sig;
+    asio::co_spawn(
+        sched.get_executor(),
+        [&]() -> asio::awaitable<void> {
+            outcome = co_await baton::run_while_held(lease, [&](baton::lease_grant) -> asio::awaitable<void> {
+                vtimer t(co_await asio::this_coro::executor);
+                t.expires_at(baton::sim::manual_clock{}.timer_expiry(60s));
+                try {
+                    co_await t.async_wait(asio::use_awaitable);
+                } catch (boost::system::system_error const&) {
+                    work_cancelled = true;
+                    throw;
+                }
+            });
+        },
+        asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr e) { thrown = e; }));
+    sched.run_for(5s);
+    REQUIRE(lease.state() == baton::lease_state::held);
+    sig.emit(asio::cancellation_type::terminal);
+    sched.run_for(1s);
+    CHECK_FALSE(thrown);
+    REQUIRE(outcome);
+    CHECK(*outcome == asio::error::operation_aborted);
+    CHECK(work_cancelled);
+    // Released: the next contender takes it at once, without waiting out the ttl.
+    CHECK(lease.state() == baton::lease_state::released);
+}
+
 TEST_CASE("every operation's handler runs on its own strand; async_leader runs alongside wait_for_change") {
     baton::sim::scheduler sched(9);
     baton::memory_backend store(sched.get_executor());

@@ -15,6 +15,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <exception>
@@ -35,8 +36,10 @@ namespace baton {
     for long steps.
     @returns success when the work finished while held and the release
     succeeded; `errc::lease_lost` when the work was cancelled by loss; the
-    acquisition's error when it was never held. Exceptions thrown by the
-    work are rethrown after the release.
+    acquisition's error when it was never held; `operation_aborted` when
+    this operation was cancelled (terminal cancellation: the work is
+    cancelled, then the lease released). Exceptions thrown by the work are
+    rethrown after the release.
 
     @par Object lifetimes
     Destroying the lease while this runs abandons it (see `basic_lease`):
@@ -56,6 +59,9 @@ template <class Lease, class Work>
 boost::asio::awaitable<error_code> run_while_held(Lease& lease, Work work, acquire_options opts = {}) {
     namespace asio = boost::asio;
     using namespace asio::experimental::awaitable_operators;
+    // Cancelled, this completes with operation_aborted after the release instead of throwing at
+    // the next co_await (which would leave the lease held and renewing with nobody to release it).
+    co_await asio::this_coro::throw_if_cancelled(false);
     auto const closed = detail::closed_watch_of(lease);
     auto [acquired, grant] = co_await lease.async_acquire(opts, asio::as_tuple(asio::use_awaitable));
     if (acquired) co_return acquired;
@@ -71,7 +77,11 @@ boost::asio::awaitable<error_code> run_while_held(Lease& lease, Work work, acqui
     auto ended = co_await (guarded() || lease.async_wait_lost(asio::as_tuple(asio::use_awaitable)));
 
     error_code outcome;
-    if (ended.index() == 1) {
+    asio::cancellation_state const cancellation = co_await asio::this_coro::cancellation_state;
+    if (cancellation.cancelled() != asio::cancellation_type::none) {
+        outcome = asio::error::operation_aborted;
+        failure = nullptr; // the work was cancelled with us: its unwinding is not a failure
+    } else if (ended.index() == 1) {
         auto [lost] = std::get<1>(ended);
         outcome = lost ? lost : error_code(errc::lease_lost);
         failure = nullptr; // the work was cancelled by us: its unwinding is not a failure
