@@ -39,13 +39,12 @@ struct fixture {
         return o;
     }
     static baton::detail::lease_hooks hooks(baton::standard_retry& r) {
-        baton::detail::lease_hooks h;
-        h.ctx = &r;
-        h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
-            return static_cast<baton::standard_retry*>(c)->on_failure(ec, n, u);
-        };
-        h.on_success = [](void* c, unsigned n) { static_cast<baton::standard_retry*>(c)->on_success(n); };
-        return h;
+        static constexpr baton::detail::lease_hook_fns fns{
+            [](void* c, error_code const& ec, unsigned n, double u) {
+                return static_cast<baton::standard_retry*>(c)->on_failure(ec, n, u);
+            },
+            [](void* c, unsigned n) { static_cast<baton::standard_retry*>(c)->on_success(n); }};
+        return {&r, &fns};
     }
 };
 
@@ -525,21 +524,20 @@ struct observed_fixture {
 
     observed_fixture() : m(fixture::opts("a", 2.0), 7, hooks()) {}
     baton::detail::lease_hooks hooks() {
-        auto h = fixture::hooks(retry);
-        h.ctx = this;
-        h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
-            return static_cast<observed_fixture*>(c)->retry.on_failure(ec, n, u);
-        };
-        h.on_success = [](void* c, unsigned n) { static_cast<observed_fixture*>(c)->retry.on_success(n); };
-        h.on_settled = [](void* c, baton::lease_lane l, baton::settlement_outcome o, std::uint64_t token) {
-            static_cast<observed_fixture*>(c)->seen.push_back(std::string("settled ") + to_string(l) + " " +
-                                                             to_string(o) + " " + std::to_string(token));
-        };
-        h.on_retry = [](void* c, baton::lease_lane l, error_code const&, unsigned attempt, std::chrono::nanoseconds d) {
-            static_cast<observed_fixture*>(c)->seen.push_back(std::string("retry ") + to_string(l) + " " +
-                                                             std::to_string(attempt) + (d > 0ns ? "" : " NO-DELAY"));
-        };
-        return h;
+        static constexpr baton::detail::lease_hook_fns fns{
+            [](void* c, error_code const& ec, unsigned n, double u) {
+                return static_cast<observed_fixture*>(c)->retry.on_failure(ec, n, u);
+            },
+            [](void* c, unsigned n) { static_cast<observed_fixture*>(c)->retry.on_success(n); },
+            [](void* c, baton::lease_lane l, baton::settlement_outcome o, std::uint64_t token) {
+                static_cast<observed_fixture*>(c)->seen.push_back(std::string("settled ") + to_string(l) + " " +
+                                                                 to_string(o) + " " + std::to_string(token));
+            },
+            [](void* c, baton::lease_lane l, error_code const&, unsigned attempt, std::chrono::nanoseconds d) {
+                static_cast<observed_fixture*>(c)->seen.push_back(std::string("retry ") + to_string(l) + " " +
+                                                                 std::to_string(attempt) + (d > 0ns ? "" : " NO-DELAY"));
+            }};
+        return {this, &fns};
     }
 };
 } // namespace

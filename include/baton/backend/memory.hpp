@@ -49,18 +49,20 @@ public:
 
     /// An empty store whose completions run on `ex`.
     explicit memory_backend(executor_type ex, memory_backend_params p = {})
-        : ex_(std::move(ex)), state_(std::make_shared<state>(p)) {}
+        : bound_(std::make_shared<bound const>(bound{std::move(ex), std::make_shared<state>(p)})) {}
 
     /// The default completion executor.
-    executor_type get_executor() const noexcept { return ex_; }
+    executor_type get_executor() const noexcept { return bound_->ex; }
 
     /// Another handle on the same store whose completions run on `ex`.
-    memory_backend rebind(executor_type ex) const { return memory_backend(std::move(ex), state_); }
+    memory_backend rebind(executor_type ex) const {
+        return memory_backend(std::make_shared<bound const>(bound{std::move(ex), bound_->st}));
+    }
 
     /// Reads `key`. Completion: `void(error_code, get_result)`.
     template <class Token = boost::asio::deferred_t>
     auto async_get(std::string key, Token&& token = {}) {
-        return detail::async_at_once<get_result>(ex_, std::forward<Token>(token), [st = state_, key = std::move(key)](get_result& r) {
+        return detail::async_at_once<get_result>(bound_->ex, std::forward<Token>(token), [st = bound_->st, key = std::move(key)](get_result& r) {
             return st->get(key, r);
         });
     }
@@ -68,7 +70,7 @@ public:
     /// Writes `key` if `pc` holds. Completion: `void(error_code, put_result)`.
     template <class Token = boost::asio::deferred_t>
     auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
-        return detail::async_at_once<put_result>(ex_, std::forward<Token>(token), [st = state_, key = std::move(key), body = std::move(body), pc = std::move(pc)](put_result& r) mutable {
+        return detail::async_at_once<put_result>(bound_->ex, std::forward<Token>(token), [st = bound_->st, key = std::move(key), body = std::move(body), pc = std::move(pc)](put_result& r) mutable {
             return st->put(key, std::move(body), pc, r);
         });
     }
@@ -76,7 +78,7 @@ public:
     /// Deletes `key` if `pc` holds. Completion: `void(error_code, erase_result)`.
     template <class Token = boost::asio::deferred_t>
     auto async_erase(std::string key, precondition pc, Token&& token = {}) {
-        return detail::async_at_once<erase_result>(ex_, std::forward<Token>(token), [st = state_, key = std::move(key), pc = std::move(pc)](erase_result& r) {
+        return detail::async_at_once<erase_result>(bound_->ex, std::forward<Token>(token), [st = bound_->st, key = std::move(key), pc = std::move(pc)](erase_result& r) {
             return st->erase(key, pc, r.diag);
         });
     }
@@ -84,7 +86,7 @@ public:
     /// Lists keys with `prefix` strictly after `after`. Completion: `void(error_code, list_page)`.
     template <class Token = boost::asio::deferred_t>
     auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
-        return detail::async_at_once<list_page>(ex_, std::forward<Token>(token), [st = state_, prefix = std::move(prefix), after = std::move(after), limit](list_page& r) {
+        return detail::async_at_once<list_page>(bound_->ex, std::forward<Token>(token), [st = bound_->st, prefix = std::move(prefix), after = std::move(after), limit](list_page& r) {
             return st->list(prefix, after, limit, r);
         });
     }
@@ -92,7 +94,7 @@ public:
     /// Checks what the store honours on a scratch key. Completion: `void(error_code, capabilities)`.
     template <class Token = boost::asio::deferred_t>
     auto async_probe(Token&& token = {}) {
-        return detail::async_at_once<capabilities>(ex_, std::forward<Token>(token), [st = state_](capabilities& c) {
+        return detail::async_at_once<capabilities>(bound_->ex, std::forward<Token>(token), [st = bound_->st](capabilities& c) {
             c = st->probe();
             return error_code{};
         });
@@ -100,22 +102,22 @@ public:
 
     /// Requests served so far by this store (all handles).
     request_counts counts() const {
-        std::lock_guard lock(state_->mutex);
-        return state_->counts;
+        std::lock_guard lock(bound_->st->mutex);
+        return bound_->st->counts;
     }
 
     /// What is stored at `key` now, read at once and not counted (simulations check the truth with it).
     std::optional<record> peek(std::string_view key) const {
-        std::lock_guard lock(state_->mutex);
-        auto it = state_->records.find(key);
-        if (it == state_->records.end()) return std::nullopt;
+        std::lock_guard lock(bound_->st->mutex);
+        auto it = bound_->st->records.find(key);
+        if (it == bound_->st->records.end()) return std::nullopt;
         return record{std::string(key), it->second.body, it->second.version};
     }
 
     /// Number of records stored.
     std::size_t size() const {
-        std::lock_guard lock(state_->mutex);
-        return state_->records.size();
+        std::lock_guard lock(bound_->st->mutex);
+        return bound_->st->records.size();
     }
 
 private:
@@ -224,10 +226,15 @@ private:
         }
     };
 
-    memory_backend(executor_type ex, std::shared_ptr<state> st) : ex_(std::move(ex)), state_(std::move(st)) {}
+    // The executor and the records, shared by every copy of a handle: a copy (a lease's, say) costs
+    // one pointer, not an executor (issue 15: bytes per lease).
+    struct bound {
+        executor_type ex;
+        std::shared_ptr<state> st;
+    };
+    explicit memory_backend(std::shared_ptr<bound const> b) : bound_(std::move(b)) {}
 
-    executor_type ex_;
-    std::shared_ptr<state> state_;
+    std::shared_ptr<bound const> bound_;
 };
 
 } // namespace baton

@@ -119,7 +119,9 @@ struct lease_access {
     @par Timers
     All leases on one executor (compared with `==`) share one Asio timer: a
     service of the executor's execution context keeps their waits in one
-    queue. A renew deadline is never late on its account; renewals due close
+    queue, and the lease runs its timers and completions on that queue's
+    executor, which compares equal to its own (Asio: interchangeable; a
+    strand compares equal whatever work-tracking its inner executor has). A renew deadline is never late on its account; renewals due close
     together share a wake-up (10,000 held leases cost one reactor timer).
 
     @par Thread safety
@@ -184,7 +186,10 @@ public:
     }
 
     /// The executor.
-    executor_type get_executor() const noexcept { return ex_; }
+    executor_type get_executor() const noexcept {
+        if constexpr (executor_in_state) return impl_->ex();
+        else return ex_;
+    }
 
     /** Acquires the lease, waiting as `opts` says.
 
@@ -322,8 +327,8 @@ private:
         using timer_time = typename timer_clock::time_point;
 
         impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c, Observer obs)
-            : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
-              observer(std::move(obs)), m(o, seed_of(o), hooks()), timers(detail::timer_queues<timer_clock>::of(ex)) {
+            : backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
+              observer(std::move(obs)), m(o, seed_of(o), hooks()), timers(detail::timer_queues<timer_clock>::of(e)) {
             detail::adopt_signer(backend, signer);
             timer_entry.owner = this;
             timer_entry.lock = [](void* c) -> std::shared_ptr<void> { return static_cast<impl*>(c)->weak_from_this().lock(); };
@@ -332,27 +337,29 @@ private:
 
         ~impl() { timers->remove(timer_entry); }
 
-        executor_type ex;
+        // The lease's executor: the queue's, which compares equal to it (interchangeable), kept once.
+        executor_type const& ex() const noexcept { return timers->executor(); }
+
         Backend backend;
         RetryPolicy retry;
-        Signer signer;
-        Clock clock;
+        [[no_unique_address]] Signer signer;
+        [[no_unique_address]] Clock clock;
         [[no_unique_address]] Observer observer;
         detail::lease_machine m;
         // The lease's waits share one timer with every lease on its executor (issue 15): each is a
         // slot here, and the lease holds one entry in the queue, due when its earliest slot is.
         enum slot_id : unsigned char { acquire_wait, acquire_timeout, renew_wait, renew_deadline, release_wait, slot_count };
         struct slot {
-            timer_time due{};      // runs by then
-            std::uint64_t gen = 0; // the generation it was armed for (see `run_slot`)
-            bool armed = false;
+            static constexpr timer_time never = timer_time::max();
+            timer_time due = never; // runs by then; `never`: not armed (a wait to the end of time never runs)
+            std::uint64_t gen = 0;  // the generation it was armed for (see `run_slot`)
+            bool armed() const noexcept { return due != never; }
+            void disarm() noexcept { due = never; }
         };
         std::shared_ptr<timer_queue> timers;
         typename timer_queue::entry timer_entry;
         slot slots[slot_count];
         timer_time renew_early{}; // the renew wait may run from then (a window to share a wake-up)
-        bool firing = false; // in `on_timers`: the entry is rescheduled once, at the end
-        bool closed = false;
         // One per acquisition. Every request of the renew lane carries the term it was sent in,
         // and its answer is dropped unless that term is still current: an answer of an ended
         // term never reaches the machine or the new term's timers (DESIGN §6). If such a write
@@ -361,23 +368,33 @@ private:
 
         // acquire lane
         detail::pending_op<void(error_code, lease_grant)> acquire_op;
-        bool acquire_io = false;
-        error_code acquire_stop;
-        // renew lane
-        bool renew_io = false;
-        unsigned renew_gen = 0, deadline_gen = 0;
+        // Why the acquisition was asked to stop (a byte, not an error_code: issue 15, bytes per lease).
+        enum class stop_reason : unsigned char { none, cancelled, timed_out };
+        static error_code error_of(stop_reason r) {
+            return r == stop_reason::timed_out ? error_code(errc::timeout) : error_code(boost::asio::error::operation_aborted);
+        }
         // release lane
         detail::pending_op<void(error_code)> release_op;
-        bool release_after_renew = false;
-        unsigned release_gen = 0;
         // lost-lease waiters
         struct waiter {
             std::uint64_t id;
             detail::pending_op<void(error_code)> op;
         };
-        std::list<waiter> waiters; // a list: erasing never move-assigns handlers
-        std::uint64_t next_waiter = 1;
+        struct waiter_list {
+            std::list<waiter> items; // a list: erasing never move-assigns handlers
+            std::uint64_t next_id = 1;
+        };
+        std::unique_ptr<waiter_list> waiters; // from the first wait (issue 15: bytes per lease)
+        // The lanes' wait generations and flags, packed together (issue 15: bytes per lease).
+        unsigned renew_gen = 0, deadline_gen = 0; // renew lane
+        unsigned release_gen = 0;                 // release lane
+        stop_reason acquire_stop = stop_reason::none;
+        bool acquire_io = false;
+        bool renew_io = false;
+        bool release_after_renew = false;
         bool inspect_busy = false;
+        bool firing = false; // in `on_timers`: the entry is rescheduled once, at the end
+        bool closed = false;
 
         static std::uint64_t seed_of(lease_options const& o) {
             if (o.random_seed) return *o.random_seed;
@@ -387,48 +404,49 @@ private:
 
         // The machine calls back into this impl (it never moves: it lives in its shared_ptr).
         detail::lease_hooks hooks() {
-            detail::lease_hooks h;
-            h.ctx = this;
-            h.on_failure = [](void* c, error_code const& ec, unsigned n, double u) {
-                return static_cast<impl*>(c)->retry.on_failure(ec, n, u);
-            };
-            h.on_success = [](void* c, unsigned n) { static_cast<impl*>(c)->retry.on_success(n); };
+            static constexpr detail::lease_hook_fns fns{&hook_failure, &hook_success,
+                                                        detail::observes_settlements<Observer> ? &hook_settled : nullptr,
+                                                        detail::observes_retries<Observer> ? &hook_retry : nullptr};
+            return {this, &fns};
+        }
+        static retry_decision hook_failure(void* c, error_code const& ec, unsigned n, double u) {
+            return static_cast<impl*>(c)->retry.on_failure(ec, n, u);
+        }
+        static void hook_success(void* c, unsigned n) { static_cast<impl*>(c)->retry.on_success(n); }
+        static void hook_settled(void* c, lease_lane lane, settlement_outcome o, std::uint64_t token) {
             if constexpr (detail::observes_settlements<Observer>) {
-                h.on_settled = [](void* c, lease_lane lane, settlement_outcome o, std::uint64_t token) {
-                    auto& self = *static_cast<impl*>(c);
-                    lease_settled_event e;
-                    e.key = self.m.options().key;
-                    e.lane = lane;
-                    e.outcome = o;
-                    e.fencing_token = token;
-                    self.observer.on_settled(e);
-                };
+                auto& self = *static_cast<impl*>(c);
+                lease_settled_event e;
+                e.key = self.m.options().key;
+                e.lane = lane;
+                e.outcome = o;
+                e.fencing_token = token;
+                self.observer.on_settled(e);
             }
+        }
+        static void hook_retry(void* c, lease_lane lane, error_code const& ec, unsigned attempt, std::chrono::nanoseconds delay) {
             if constexpr (detail::observes_retries<Observer>) {
-                h.on_retry = [](void* c, lease_lane lane, error_code const& ec, unsigned attempt, std::chrono::nanoseconds delay) {
-                    auto& self = *static_cast<impl*>(c);
-                    lease_retry_event e;
-                    e.key = self.m.options().key;
-                    e.lane = lane;
-                    e.attempt = attempt;
-                    e.delay = delay;
-                    e.ec = ec;
-                    self.observer.on_retry(e);
-                };
+                auto& self = *static_cast<impl*>(c);
+                lease_retry_event e;
+                e.key = self.m.options().key;
+                e.lane = lane;
+                e.attempt = attempt;
+                e.delay = delay;
+                e.ec = ec;
+                self.observer.on_retry(e);
             }
-            return h;
         }
 
         detail::own_time now() const { return clock.now().time_since_epoch(); }
 
         template <class F>
         auto bound(F&& f) {
-            return boost::asio::bind_executor(ex, std::forward<F>(f));
+            return boost::asio::bind_executor(ex(), std::forward<F>(f));
         }
 
         template <class Handler, class... Args>
         void post_completion(Handler&& h, Args&&... args) {
-            detail::post_completion(ex, std::forward<Handler>(h), std::forward<Args>(args)...);
+            detail::post_completion(ex(), std::forward<Handler>(h), std::forward<Args>(args)...);
         }
 
         std::weak_ptr<impl> weak_self() { return this->shared_from_this(); }
@@ -501,10 +519,10 @@ private:
             renew_io = false;
             stop_renewal();
             notify_waiters(errc::lease_lost);
-            acquire_stop = {};
+            acquire_stop = stop_reason::none;
             if (m.options().wall_clock_tokens) m.set_creation_floor(detail::wall_clock_token_floor());
-            auto const gen = acquire_op.start(std::move(h), ex, weak_self(), [](impl& self) {
-                self.interrupt_acquire(boost::asio::error::operation_aborted);
+            auto const gen = acquire_op.start(std::move(h), ex(), weak_self(), [](impl& self) {
+                self.interrupt_acquire(stop_reason::cancelled);
             });
             if (o.timeout) {
                 arm(acquire_timeout, std::min(*o.timeout, longest_timeout), gen);
@@ -514,13 +532,13 @@ private:
                                                    : std::chrono::nanoseconds::max()));
         }
 
-        void interrupt_acquire(error_code reason) {
-            if (!acquire_op.busy() || acquire_stop) return;
+        void interrupt_acquire(stop_reason reason) {
+            if (!acquire_op.busy() || acquire_stop != stop_reason::none) return;
             acquire_stop = reason;
             if (acquire_io) return; // the request in flight decides: see the handlers below
             if (settle_before_stopping()) return;
             m.abandon_acquire();
-            finish_acquire(reason);
+            finish_acquire(error_of(reason));
         }
 
         // ---- timers ---------------------------------------------------------
@@ -531,13 +549,12 @@ private:
             sl.due = clock.timer_expiry(delay);
             if (id == renew_wait) renew_early = sl.due - std::chrono::duration_cast<typename timer_clock::duration>(slack);
             sl.gen = gen;
-            sl.armed = true;
             reschedule();
         }
 
         void disarm(slot_id id) {
-            if (!slots[id].armed) return;
-            slots[id].armed = false;
+            if (!slots[id].armed()) return;
+            slots[id].disarm();
             reschedule();
         }
 
@@ -547,7 +564,7 @@ private:
             bool any = false;
             timer_time due{}, early{};
             for (int i = 0; i < slot_count; ++i) {
-                if (!slots[i].armed) continue;
+                if (!slots[i].armed()) continue;
                 timer_time const e = early_of(static_cast<slot_id>(i));
                 if (!any || slots[i].due < due) due = slots[i].due;
                 if (!any || e < early) early = e;
@@ -583,24 +600,25 @@ private:
                 for (int i = 0; i < slot_count; ++i) {
                     auto const& sl = slots[i];
                     auto const& was = due_at_fire[i];
-                    bool const unchanged = sl.armed && was.armed && sl.due == was.due && sl.gen == was.gen;
+                    bool const unchanged = sl.armed() && was.armed() && sl.due == was.due && sl.gen == was.gen;
                     if (unchanged && !(t < early_of(static_cast<slot_id>(i))) && (next < 0 || sl.due < slots[next].due))
                         next = i;
                 }
                 if (next < 0 || closed) break;
-                slots[next].armed = false;
-                due_at_fire[next].armed = false;
-                run_slot(static_cast<slot_id>(next), slots[next].gen);
+                auto const gen = slots[next].gen;
+                slots[next].disarm();
+                due_at_fire[next].disarm();
+                run_slot(static_cast<slot_id>(next), gen);
             }
         }
 
         void run_slot(slot_id id, std::uint64_t gen) {
             switch (id) {
             case acquire_wait:
-                if (acquire_op.current(gen) && !acquire_stop) step_acquire(m.acquire_on_wait(now()));
+                if (acquire_op.current(gen) && acquire_stop == stop_reason::none) step_acquire(m.acquire_on_wait(now()));
                 return;
             case acquire_timeout:
-                if (acquire_op.current(gen)) interrupt_acquire(errc::timeout);
+                if (acquire_op.current(gen)) interrupt_acquire(stop_reason::timed_out);
                 return;
             case renew_wait:
                 if (gen != renew_gen || lose_if_past_deadline()) return;
@@ -650,9 +668,9 @@ private:
                     auto next = self->m.acquire_on_read(self->now(), ec, r.found, r.diag);
                     // Stopped: only a claim of ours found landed completes the operation (refreshed first
                     // when it landed too late to act on); no new claim is sent.
-                    if (self->acquire_stop && !(next.what == t::done && !next.ec) && !self->m.refreshing_late_claim()) {
+                    if (self->acquire_stop != stop_reason::none && !(next.what == t::done && !next.ec) && !self->m.refreshing_late_claim()) {
                         self->m.abandon_acquire();
-                        return self->finish_acquire(self->acquire_stop);
+                        return self->finish_acquire(error_of(self->acquire_stop));
                     }
                     self->step_acquire(std::move(next));
                 }));
@@ -665,11 +683,11 @@ private:
                                       if (self->closed) return;
                                       self->observe_answer(lease_lane::acquire, true, sent, ec, r.diag);
                                       auto next = self->m.acquire_on_write(self->now(), ec, r);
-                                      if (self->acquire_stop && !(next.what == t::done && !next.ec) &&
+                                      if (self->acquire_stop != stop_reason::none && !(next.what == t::done && !next.ec) &&
                                           !self->m.refreshing_late_claim()) {
                                           if (self->settle_before_stopping()) return;
                                           self->m.abandon_acquire();
-                                          return self->finish_acquire(self->acquire_stop);
+                                          return self->finish_acquire(error_of(self->acquire_stop));
                                       }
                                       self->step_acquire(std::move(next));
                                   }));
@@ -686,7 +704,7 @@ private:
 
         void finish_acquire(error_code ec) {
             if (!acquire_op.busy()) return;
-            acquire_stop = {};
+            acquire_stop = stop_reason::none;
             disarm(acquire_wait);
             disarm(acquire_timeout);
             lease_grant g;
@@ -703,7 +721,7 @@ private:
                 }
                 start_renewal();
             }
-            acquire_op.complete(ex, ec, g);
+            acquire_op.complete(ex(), ec, g);
         }
 
         // ---- renew ---------------------------------------------------------
@@ -824,7 +842,7 @@ private:
             if (!m.can_release()) return post_completion(std::move(h), error_code(errc::not_held));
             // Not cancellable: the marker is written or settled (a release that stopped half-way would
             // leave the record's fate unknown to everyone).
-            release_op.start(std::move(h), ex, weak_self(), [](impl&) {});
+            release_op.start(std::move(h), ex(), weak_self(), [](impl&) {});
             stop_renewal();
             notify_waiters(errc::released);
             if (renew_io) {
@@ -879,7 +897,7 @@ private:
                 e.ec = ec;
                 detail::observe(observer, e);
             }
-            release_op.complete(ex, ec);
+            release_op.complete(ex(), ec);
         }
 
         // ---- waiters and inspection ----------------------------------------
@@ -893,25 +911,28 @@ private:
                                                                                    : error_code(errc::not_held);
                 return post_completion(std::move(h), ec);
             }
-            std::uint64_t const id = next_waiter++;
-            auto& w = waiters.emplace_back();
+            if (!waiters) waiters = std::make_unique<waiter_list>();
+            std::uint64_t const id = waiters->next_id++;
+            auto& w = waiters->items.emplace_back();
             w.id = id;
-            w.op.start(std::move(h), ex, weak_self(), [id](impl& self) { self.on_waiter_cancel(id); });
+            w.op.start(std::move(h), ex(), weak_self(), [id](impl& self) { self.on_waiter_cancel(id); });
         }
 
         void on_waiter_cancel(std::uint64_t id) {
-            for (auto it = waiters.begin(); it != waiters.end(); ++it) {
+            if (!waiters) return;
+            for (auto it = waiters->items.begin(); it != waiters->items.end(); ++it) {
                 if (it->id != id) continue;
-                it->op.complete(ex, error_code(boost::asio::error::operation_aborted));
-                waiters.erase(it);
+                it->op.complete(ex(), error_code(boost::asio::error::operation_aborted));
+                waiters->items.erase(it);
                 return;
             }
         }
 
         void notify_waiters(error_code ec) {
-            auto ws = std::move(waiters);
-            waiters.clear();
-            for (auto& w : ws) w.op.complete(ex, ec);
+            if (!waiters) return;
+            auto ws = std::move(waiters->items);
+            waiters->items.clear();
+            for (auto& w : ws) w.op.complete(ex(), ec);
         }
 
         void start_inspect(boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)> h) {
@@ -940,16 +961,22 @@ private:
 
         void shutdown() {
             closed = true;
-            for (auto& sl : slots) sl.armed = false;
+            for (auto& sl : slots) sl.disarm();
             timers->remove(timer_entry);
             auto const aborted = error_code(boost::asio::error::operation_aborted);
-            acquire_op.complete(ex, aborted, lease_grant{});
-            release_op.complete(ex, aborted);
+            acquire_op.complete(ex(), aborted, lease_grant{});
+            release_op.complete(ex(), aborted);
             notify_waiters(aborted);
         }
     };
 
-    executor_type ex_;
+    // The default executor type is the one the state keeps: the handle need not keep a copy (issue 15:
+    // bytes per lease).
+    static constexpr bool executor_in_state = std::is_same_v<Executor, boost::asio::any_io_executor>;
+    struct no_copy {
+        explicit no_copy(executor_type const&) noexcept {}
+    };
+    [[no_unique_address]] std::conditional_t<executor_in_state, no_copy, executor_type> ex_;
     std::shared_ptr<impl> impl_;
 };
 

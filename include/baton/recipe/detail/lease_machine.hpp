@@ -28,6 +28,8 @@
 #include <baton/store/settlement.hpp>
 #include <baton/store/record_store.hpp>
 
+#include <boost/assert.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -119,22 +121,28 @@ private:
 
 // Hooks into the driver: its RetryPolicy, and its observer's settlement and retry events
 // (null when not observed). Kept non-template so the machine compiles once.
-struct lease_hooks {
-    void* ctx = nullptr;
+struct lease_hook_fns {
     retry_decision (*on_failure)(void*, error_code const&, unsigned, double) = nullptr;
     void (*on_success)(void*, unsigned) = nullptr;
     void (*on_settled)(void*, lease_lane, settlement_outcome, std::uint64_t token) = nullptr;
     void (*on_retry)(void*, lease_lane, error_code const&, unsigned attempt, std::chrono::nanoseconds delay) = nullptr;
+};
+// What the machine calls back: a context and a static table (two pointers in every lease, not five).
+struct lease_hooks {
+    void* ctx = nullptr;
+    lease_hook_fns const* fns = nullptr;
 };
 
 class lease_machine {
 public:
     lease_machine(lease_options opts, std::uint64_t seed, lease_hooks hooks)
         : opts_(std::move(opts)), rng_(seed), hooks_(hooks) {
-        ttl_ = opts_.ttl;
-        renew_interval_ = opts_.effective_renew_interval();
-        renew_deadline_ = opts_.effective_renew_deadline();
-        instance_ = (opts_.owner.empty() ? std::string("baton") : opts_.owner) + "#" + hex(rng_());
+        BOOST_ASSERT(hooks_.fns && hooks_.fns->on_failure && hooks_.fns->on_success);
+        std::string_view const owner = opts_.owner.empty() ? std::string_view("baton") : std::string_view(opts_.owner);
+        auto const suffix = hex(rng_());
+        instance_ = std::string(owner.size() + 1 + suffix.size(), '#'); // sized exactly: every lease keeps it
+        owner.copy(instance_.data(), owner.size());
+        suffix.copy(instance_.data() + owner.size() + 1, suffix.size());
     }
 
     // ---- queries ---------------------------------------------------------
@@ -146,8 +154,8 @@ public:
     bool created_record() const noexcept { return created_; }
     // The least token a record this object creates starts at (wall-clock tokens; see lease_options).
     void set_creation_floor(std::uint64_t floor) noexcept { creation_floor_ = floor; }
-    own_time deadline() const noexcept { return held_.t_send + renew_deadline_; }
-    own_time valid_until() const noexcept { return held_.t_send + ttl_; }
+    own_time deadline() const noexcept { return held_.t_send + renew_deadline(); }
+    own_time valid_until() const noexcept { return held_.t_send + ttl(); }
     bool is_held(own_time now) const noexcept { return state_ == lease_state::held && now < deadline(); }
     std::chrono::nanoseconds remaining(own_time now) const noexcept {
         return is_held(now) ? deadline() - now : std::chrono::nanoseconds(0);
@@ -176,7 +184,7 @@ public:
         yield_allowed_ = wait && patience > yield_pause();
         // Back to back: acquiring again within an eighth of a poll interval of our own release
         // (a loop that releases and re-acquires at once, like the contention benchmark).
-        looping_ = !own_release_version_.empty() && now - released_at_ <= std::chrono::nanoseconds(opts_.poll_interval) / 8;
+        looping_ = own_release_ && !own_release_->version.empty() && now - own_release_->at <= std::chrono::nanoseconds(opts_.poll_interval) / 8;
         if (known_ && released_) {
             if (released_by_us()) return take_back(now);
             return claim(now, known_token_ + 1, precondition::matches(known_version_));
@@ -254,9 +262,9 @@ public:
         // Spread evenly around the interval, so that a holder writes once per interval on
         // average (a table's cost bound counts on it), and never later than halfway from the
         // interval to the renew deadline, so that retries still fit before it.
-        auto const interval = static_cast<double>(std::chrono::nanoseconds(renew_interval_).count());
+        auto const interval = static_cast<double>(std::chrono::nanoseconds(renew_interval()).count());
         auto const spread = std::min(0.1 * interval,
-                                     0.5 * static_cast<double>(std::chrono::nanoseconds(renew_deadline_ - renew_interval_).count()));
+                                     0.5 * static_cast<double>(std::chrono::nanoseconds(renew_deadline() - renew_interval()).count()));
         auto const next = held_.t_send + std::chrono::nanoseconds(static_cast<std::int64_t>(
                                              interval - spread + 2.0 * spread * uniform()));
         return lease_action::wait(next - now);
@@ -449,7 +457,6 @@ private:
     struct held_record {
         std::uint64_t token = 0;
         std::string version;
-        std::string nonce;
         own_time t_send{0};
     };
 
@@ -462,7 +469,7 @@ private:
 
     std::string body(std::uint64_t token, std::string const& nonce, bool released,
                      std::chrono::nanoseconds turn_left = std::chrono::nanoseconds(0)) const {
-        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl_, advertised(turn_left));
+        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl(), advertised(turn_left));
     }
     // A turn as the record states it: whole milliseconds, rounded up; none when unbounded (never yields).
     static std::chrono::milliseconds advertised(std::chrono::nanoseconds left) noexcept {
@@ -472,7 +479,7 @@ private:
     }
 
     // The record as last known is the released marker this object wrote itself.
-    bool released_by_us() const noexcept { return !own_release_version_.empty() && known_version_ == own_release_version_; }
+    bool released_by_us() const noexcept { return own_release_ && !own_release_->version.empty() && known_version_ == own_release_->version; }
 
     // Fairness (lease_options::yield_after): whether the current run of terms taken back
     // straight after our own release has lasted a turn.
@@ -516,7 +523,7 @@ private:
     // reads it within one poll interval), unless this acquisition may not wait that long.
     lease_action take_back(own_time now) {
         if (!yielded_ && yield_allowed_ && streak_over(now)) {
-            auto const since_release = now - released_at_;
+            auto const since_release = now - own_release_->at; // set: the record is our released marker
             if (since_release < yield_pause()) {
                 yielding_ = true;
                 return lease_action::wait(yield_pause() - since_release);
@@ -556,14 +563,13 @@ private:
         released_ = false;
         known_version_ = version;
         known_token_ = token;
-        if (now >= sent + renew_deadline_) {
+        if (now >= sent + renew_deadline()) {
             // It landed, but too late to act on: refresh our own record first.
             late_claim_ = true;
             return claim(now, token, precondition::matches(version));
         }
         held_.token = token;
         held_.version = version; // assigned, not rebuilt: a renewal then allocates nothing here
-        held_.nonce = inflight_.nonce;
         held_.t_send = sent;
         has_version_ = true;
         state_ = lease_state::held;
@@ -610,14 +616,14 @@ private:
             attempt_ = 0;
             return claim(now, b.token + 1, precondition::matches(r.version));
         }
-        if (!observed_ || observed_version_ != r.version) {
-            observed_ = true;
-            observed_version_ = r.version;
-            observed_since_ = now; // the response of the first read of this version
-            observed_ttl_ = b.ttl;
+        if (!observed_ || observed_->version != r.version) {
+            if (!observed_) observed_ = std::make_unique<observation>();
+            observed_->version = r.version;
+            observed_->since = now; // the response of the first read of this version
+            observed_->ttl = b.ttl;
         }
-        auto const window = takeover_window(observed_ttl_, opts_.max_clock_rate_skew);
-        auto const elapsed = now - observed_since_;
+        auto const window = takeover_window(observed_->ttl, opts_.max_clock_rate_skew);
+        auto const elapsed = now - observed_->since;
         if (elapsed >= window) {
             took_over_ = true;
             return claim(now, b.token + 1, precondition::matches(r.version));
@@ -643,7 +649,7 @@ private:
     // was sent before that, so the turn ends no later).
     std::chrono::nanoseconds turn_stated(lease_body const& b, own_time now) const noexcept {
         if (b.turn.count() <= 0) return std::chrono::nanoseconds(0);
-        return std::max(observed_since_ + std::chrono::nanoseconds(b.turn) - now, std::chrono::nanoseconds(0));
+        return std::max(observed_->since + std::chrono::nanoseconds(b.turn) - now, std::chrono::nanoseconds(0));
     }
     // A poll interval less up to a 32nd: the cap of a pause for a stated turn, jittered so that
     // waiters capped together drift apart instead of staying in lockstep.
@@ -667,9 +673,9 @@ private:
     std::optional<lease_action> policy_pause(error_code ec, after_wait next) {
         ++attempt_;
         next_after_wait_ = next;
-        auto const d = hooks_.on_failure(hooks_.ctx, ec, attempt_, uniform());
+        auto const d = hooks_.fns->on_failure(hooks_.ctx, ec, attempt_, uniform());
         if (!d.retry) return std::nullopt;
-        if (hooks_.on_retry) hooks_.on_retry(hooks_.ctx, current_lane(), ec, attempt_, d.delay);
+        if (hooks_.fns->on_retry) hooks_.fns->on_retry(hooks_.ctx, current_lane(), ec, attempt_, d.delay);
         return lease_action::wait(d.delay);
     }
 
@@ -707,7 +713,7 @@ private:
     lease_action backoff_renew(error_code ec, after_wait next) {
         if (auto pause = policy_pause(ec, next)) return *pause;
         attempt_ = 0;
-        return lease_action::wait(std::chrono::nanoseconds(renew_interval_) / 4);
+        return lease_action::wait(std::chrono::nanoseconds(renew_interval()) / 4);
     }
 
     // This term's writes in doubt stay known until the next acquisition clears them: a release
@@ -721,7 +727,6 @@ private:
     lease_action renewed(own_time now, attempt_record const& a, std::string const& version) {
         held_.version = version;
         held_.t_send = a.sent;
-        held_.nonce = a.nonce;
         refused_ = false;
         // Every other attempt of this round was conditional on the version just replaced: none can land now.
         settle_doubts(settlement_outcome::not_landed, a.nonce);
@@ -749,8 +754,9 @@ private:
         released_ = true;
         known_version_ = version;
         known_token_ = held_.token;
-        own_release_version_ = version;
-        released_at_ = now;
+        if (!own_release_) own_release_ = std::make_unique<own_release>();
+        own_release_->version = version;
+        own_release_->at = now;
         has_version_ = false;
         return lease_action::done();
     }
@@ -794,12 +800,12 @@ private:
                                                   : lease_lane::renew;
     }
     void report(attempt_record const& a, settlement_outcome o) {
-        if (hooks_.on_settled) hooks_.on_settled(hooks_.ctx, lane_of(a), o, a.token);
+        if (hooks_.fns->on_settled) hooks_.fns->on_settled(hooks_.ctx, lane_of(a), o, a.token);
     }
     // Forgets this term's writes in doubt, each reported as `o` except the one that wrote
     // `landed` (found by a read), reported as landed.
     void settle_doubts(settlement_outcome o, std::string_view landed = {}) {
-        if (hooks_.on_settled)
+        if (hooks_.fns->on_settled)
             own_doubts_.for_each([&](attempt_record const& a) {
                 report(a, !landed.empty() && a.nonce == landed ? settlement_outcome::landed : o);
             });
@@ -807,31 +813,37 @@ private:
     }
 
     void note_success() {
-        hooks_.on_success(hooks_.ctx, attempt_ + 1);
+        hooks_.fns->on_success(hooks_.ctx, attempt_ + 1);
         attempt_ = 0;
     }
 
     lease_options opts_;
     splitmix64 rng_;
     lease_hooks hooks_;
-    std::chrono::milliseconds ttl_{}, renew_interval_{}, renew_deadline_{};
+    // The durations in force, from the options (not kept apart: issue 15, bytes per lease).
+    std::chrono::milliseconds ttl() const noexcept { return opts_.ttl; }
+    std::chrono::milliseconds renew_interval() const noexcept { return opts_.effective_renew_interval(); }
+    std::chrono::milliseconds renew_deadline() const noexcept { return opts_.effective_renew_deadline(); }
     std::string instance_;
 
-    lease_state state_ = lease_state::idle;
     held_record held_;
+    lease_state state_ = lease_state::idle;
     bool has_version_ = false;
     bool took_over_ = false;
     bool late_claim_ = false;          // the last answer found our claim landed too late: refreshing it
     bool created_ = false;             // the last acquisition created the record
     bool refused_ = false;             // the last renewal or release write was refused (412, 404): read to confirm
-    unsigned release_refusals_ = 0;    // refusals of this release while the record stayed ours
-    std::uint64_t creation_floor_ = 0; // the least token a created record starts at
     bool try_once_ = false;
+    unsigned release_refusals_ = 0;    // refusals of this release while the record stayed ours
     unsigned attempt_ = 0;
+    std::uint64_t creation_floor_ = 0; // the least token a created record starts at
 
     // Fairness between contenders that release and re-acquire (lease_options::yield_after).
-    std::string own_release_version_;      // the version of the last released marker we wrote
-    own_time released_at_{0};              // when that marker was confirmed
+    struct own_release {
+        std::string version; // of the last released marker we wrote
+        own_time at{0};      // when that marker was confirmed
+    };
+    std::unique_ptr<own_release> own_release_; // from the first release, then kept (issue 15: bytes per lease)
     own_time streak_since_{0};             // when the current run of terms taken back straight after our release began
     std::chrono::nanoseconds turn_{0};     // how long that run may last before we yield
     bool yield_allowed_ = false;           // this acquisition may yield (it waits, and long enough)
@@ -841,23 +853,27 @@ private:
     after_wait next_after_wait_ = read_next;
 
     attempt_record inflight_;
-    bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
     // An acquisition's claim whose outcome is unknown (on the heap: rare, and 80 bytes in every lease).
     std::unique_ptr<attempt_record> pending_;
     settlement_ledger<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
 
     // What this participant last knew of the record.
     bool known_ = false, absent_ = false, released_ = false;
+    bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
     std::string known_version_;
     std::uint64_t known_token_ = 0;
     std::uint64_t max_token_seen_ = 0;
     std::uint64_t acquisition_ = 0; // acquisitions started, to tell this one's claims from earlier ones
 
     // The observation that times a takeover.
-    bool observed_ = false;
-    std::string observed_version_;
-    own_time observed_since_{0};
-    std::chrono::milliseconds observed_ttl_{0};
+    struct observation {
+        std::string version;
+        own_time since{0};
+        std::chrono::milliseconds ttl{0};
+    };
+    // On the heap from the first time someone else held it, then kept: a lease that never met a
+    // rival's record keeps a pointer, not 56 bytes (issue 15).
+    std::unique_ptr<observation> observed_;
 
     last_failure diag_;
 };
