@@ -31,6 +31,7 @@
 #include <boost/assert.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -435,8 +436,28 @@ public:
 private:
     enum after_wait { read_next, write_next };
 
+    // A nonce kept inline: 32 hex digits, the same as fill_nonce draws from the generator (the
+    // attempt in flight keeps one for the whole term: 33 heap bytes per held lease; issue 15).
+    struct nonce_text {
+        std::array<char, 32> digits{}; // all '\0' until filled (hex digits never are)
+        void fill(splitmix64& rng) noexcept {
+            static constexpr char hexd[] = "0123456789abcdef";
+            for (std::size_t half = 0; half < 2; ++half) {
+                std::uint64_t v = rng();
+                for (int i = 15; i >= 0; --i, v >>= 4) digits[half * 16 + static_cast<std::size_t>(i)] = hexd[v & 15];
+            }
+        }
+        operator std::string_view() const noexcept {
+            return digits[0] == '\0' ? std::string_view() : std::string_view(digits.data(), digits.size());
+        }
+        friend bool operator==(nonce_text const& a, nonce_text const& b) noexcept {
+            return std::string_view(a) == std::string_view(b);
+        }
+        friend bool operator==(nonce_text const& a, std::string_view b) noexcept { return std::string_view(a) == b; }
+    };
+
     struct attempt_record {
-        std::string nonce;
+        nonce_text nonce;
         std::uint64_t token = 0;
         own_time sent{0};
         std::uint64_t acquisition = 0; // claims: which acquisition sent it
@@ -446,11 +467,9 @@ private:
         bool after_yield = false;      // ... after this acquisition yielded it to the waiters
         std::size_t condition = 0;     // claims: a hash of the version it was conditional on (observer accuracy only)
     };
-    // A fresh nonce in the storage of the last attempt's (moved out of it: no allocation while the
-    // attempts before settled without a doubt).
-    std::string fresh_nonce() {
-        std::string n = std::move(inflight_.nonce);
-        fill_nonce(rng_, n);
+    nonce_text fresh_nonce() noexcept {
+        nonce_text n;
+        n.fill(rng_);
         return n;
     }
 
@@ -467,7 +486,7 @@ private:
         return s;
     }
 
-    std::string body(std::uint64_t token, std::string const& nonce, bool released,
+    std::string body(std::uint64_t token, std::string_view nonce, bool released,
                      std::chrono::nanoseconds turn_left = std::chrono::nanoseconds(0)) const {
         return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl(), advertised(turn_left));
     }
@@ -601,7 +620,7 @@ private:
         released_ = b.released;
         known_version_ = r.version;
         known_token_ = b.token;
-        if (pending_ && b.nonce == pending_->nonce) {
+        if (pending_ && pending_->nonce == b.nonce) {
             report(*pending_, settlement_outcome::landed);
             inflight_ = *pending_;
             return claimed(now, inflight_.token, r.version, inflight_.sent);
@@ -735,7 +754,7 @@ private:
     }
 
     // The attempt of this term in doubt that wrote `nonce`, if any.
-    std::optional<attempt_record> own_doubt(std::string const& nonce) const { return own_doubts_.landed(nonce); }
+    std::optional<attempt_record> own_doubt(std::string_view nonce) const { return own_doubts_.landed(nonce); }
 
     lease_action release_write(own_time now) { return rewrite_own(now, true); }
 
