@@ -34,6 +34,20 @@ baton::lease_options options(std::string owner, std::uint64_t seed) {
     return o;
 }
 
+// Protected work for run_while_held: waits a minute of virtual time; notes when it is cancelled.
+auto minute_of_work(bool& cancelled) {
+    return [&cancelled](baton::lease_grant) -> asio::awaitable<void> {
+        vtimer t(co_await asio::this_coro::executor);
+        t.expires_at(baton::sim::manual_clock{}.timer_expiry(60s));
+        try {
+            co_await t.async_wait(asio::use_awaitable);
+        } catch (boost::system::system_error const&) {
+            cancelled = true;
+            throw;
+        }
+    };
+}
+
 std::optional<double> seconds(std::optional<vclock::time_point> t) {
     if (!t) return std::nullopt;
     return std::chrono::duration<double>(t->time_since_epoch()).count();
@@ -246,16 +260,7 @@ TEST_CASE("run_while_held: a lease destroyed while its work runs is abandoned an
     asio::co_spawn(
         sched.get_executor(),
         [&]() -> asio::awaitable<void> {
-            outcome = co_await baton::run_while_held(*lease, [&](baton::lease_grant) -> asio::awaitable<void> {
-                vtimer t(co_await asio::this_coro::executor);
-                t.expires_at(baton::sim::manual_clock{}.timer_expiry(60s));
-                try {
-                    co_await t.async_wait(asio::use_awaitable);
-                } catch (boost::system::system_error const&) {
-                    work_cancelled = true;
-                    throw;
-                }
-            });
+            outcome = co_await baton::run_while_held(*lease, minute_of_work(work_cancelled));
         },
         asio::detached);
     sched.run_for(5s);
@@ -290,16 +295,7 @@ TEST_CASE("run_while_held: cancelling it cancels the work and releases the lease
     asio::co_spawn(
         sched.get_executor(),
         [&]() -> asio::awaitable<void> {
-            outcome = co_await baton::run_while_held(lease, [&](baton::lease_grant) -> asio::awaitable<void> {
-                vtimer t(co_await asio::this_coro::executor);
-                t.expires_at(baton::sim::manual_clock{}.timer_expiry(60s));
-                try {
-                    co_await t.async_wait(asio::use_awaitable);
-                } catch (boost::system::system_error const&) {
-                    work_cancelled = true;
-                    throw;
-                }
-            });
+            outcome = co_await baton::run_while_held(lease, minute_of_work(work_cancelled));
         },
         asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr e) { thrown = e; }));
     sched.run_for(5s);
