@@ -27,6 +27,9 @@
 // Seeds with stale reads (a lagging replica; no baton backend has one) check
 // safety only: (a), (b), (e).
 //
+// Odd seeds' store answers a refused write without the current record, as S3 and
+// dynalite do; even seeds' with it, as DynamoDB and the memory store do.
+//
 // Some seeds run a slow network: the client's attempt timeout is longer than
 // the renew deadline and answers come back up to 25 s late, so answers of an
 // ended term arrive during the next one (issue 9).
@@ -121,6 +124,8 @@ public:
             fp.max_extra_delay = 60s;
             fp.delay = std::max(fp.delay, 0.05);
         }
+        // Odd seeds: refusals carry no record, as S3 and dynalite answer (a seed bit, not a draw).
+        fp.refusals_carry_record = seed % 2 == 0;
         profile_ = fp;
         double const max_rate = std::sqrt(cfg_.skew);
         for (int i = 0; i < n; ++i) {

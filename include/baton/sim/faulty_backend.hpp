@@ -53,6 +53,9 @@ struct fault_profile {
     std::chrono::nanoseconds max_latency = std::chrono::milliseconds(15); ///< each way
     std::chrono::nanoseconds max_extra_delay = std::chrono::seconds(3);   ///< see `delay`
     std::chrono::nanoseconds request_timeout = std::chrono::seconds(2);   ///< the client's per-attempt timeout
+    /// Whether a refused write carries the current record (`put_result::current`), as DynamoDB's
+    /// and the memory store's do; false answers as S3 and dynalite do, with none.
+    bool refusals_carry_record = true;
 
     /// No faults, only latency.
     static fault_profile none() { return {}; }
@@ -328,6 +331,8 @@ private:
     static void complete(state& s, std::shared_ptr<pending<Result>> const& op, error_code ec, Result r) {
         if (op->done) return;
         op->done = true;
+        if constexpr (std::is_same_v<Result, put_result>)
+            if (!s.profile.refusals_carry_record) r.current.reset();
         boost::asio::post(s.net, boost::asio::append(std::move(op->handler), ec, std::move(r)));
     }
 

@@ -100,7 +100,9 @@ private:
 /** The faults of one simulated run of a write recipe, drawn from `sched`: each fault class on
     in about 3 runs of 5, at a random rate; delays always; stale reads in 1 of 5; in 3 of 10
     runs, requests that wait in the network for up to a minute, far beyond the client's 2 s
-    timeout (writes that land after their sender gave up). */
+    timeout (writes that land after their sender gave up). Odd seeds answer refusals without
+    the current record, as S3 and dynalite do (a seed bit, not a draw: the rest of each seed's
+    run is as before). */
 inline baton::sim::fault_profile random_write_faults(baton::sim::scheduler& sched) {
     using namespace std::chrono_literals;
     baton::sim::fault_profile fp;
@@ -117,6 +119,7 @@ inline baton::sim::fault_profile random_write_faults(baton::sim::scheduler& sche
     fp.delay = std::max(maybe(0.1), 0.02);
     if (sched.uniform() < 0.2) fp.stale_read = sched.uniform() * 0.2;
     fp.max_extra_delay = sched.uniform() < 0.3 ? 60s : 3s;
+    fp.refusals_carry_record = sched.seed() % 2 == 0;
     return fp;
 }
 
