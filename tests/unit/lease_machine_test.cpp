@@ -282,6 +282,17 @@ void take_back(lease_machine& m, lease_action const& a, std::chrono::nanoseconds
     REQUIRE_FALSE(done.ec);
 }
 
+// Our own released marker `version` (token `token`) as a read returns it.
+baton::record own_marker(lease_machine const& m, std::uint64_t token, std::string version) {
+    return baton::record{"k", baton::detail::encode_lease_body(m.instance(), "", "n", token, true, 30s), std::move(version)};
+}
+
+// A yield ends with a read; it finds our marker `version` (token `token`) still there.
+lease_action read_after_yield(lease_machine& m, std::chrono::nanoseconds t, std::uint64_t token, std::string version) {
+    REQUIRE(m.acquire_on_wait(t).what == act::read);
+    return m.acquire_on_read(t + 1ms, {}, own_marker(m, token, std::move(version)), {});
+}
+
 } // namespace
 
 TEST_SUITE("lease machine") {
@@ -297,10 +308,12 @@ TEST_CASE("fairness: one's own release is taken back at once during a turn, afte
     REQUIRE(yield.what == act::wait);
     CHECK(yield.delay == std::chrono::nanoseconds(1250ms - 99ms)); // 1.25 s after the release was confirmed
     CHECK(f.m.state() == lease_state::acquiring);
-    take_back(f.m, f.m.acquire_on_wait(2751ms), 2751ms, "v4", "v5");
+    // The yield over, the record is read first (a waiter will usually have taken it); our marker
+    // is still there, and taken back.
+    take_back(f.m, read_after_yield(f.m, 2751ms, 2, "v4"), 2752ms, "v4", "v5");
     CHECK(f.m.token() == 3);
 
-    // Nobody came: the next turn is twice as long (2 s from 2.751 s): at 4.7 s, 0.1 s after the
+    // Nobody came: the next turn is twice as long (2 s from 2.752 s): at 4.7 s, 0.1 s after the
     // release, a 1-s turn would yield; this one takes the record back at once.
     release_at(f.m, 4600ms, "v6");
     take_back(f.m, f.m.acquire_start(4700ms, true), 4700ms, "v6", "v7");
@@ -320,11 +333,8 @@ TEST_CASE("fairness: a waiter that took the record during the yield keeps it; we
     acquire_free(f.m, 0s);
     release_at(f.m, 1500ms, "v2");
     REQUIRE(f.m.acquire_start(1600ms, true).what == act::wait);
-    auto claim = f.m.acquire_on_wait(2751ms);
-    REQUIRE(claim.what == act::write);
-    baton::put_result refused;
-    refused.current = foreign(2, "v3"); // b took it with token 2 and holds it
-    auto wait = f.m.acquire_on_write(2752ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(f.m.acquire_on_wait(2751ms).what == act::read); // read, not a blind take-back
+    auto wait = f.m.acquire_on_read(2752ms, {}, foreign(2, "v3"), {}); // b took it with token 2 and holds it
     REQUIRE(wait.what == act::wait);
     CHECK(wait.delay <= std::chrono::nanoseconds(1s));
     CHECK(f.m.state() == lease_state::acquiring);
@@ -381,6 +391,39 @@ TEST_CASE("fairness: a take-back in doubt settled by reading it back keeps the t
     CHECK(f.m.acquire_start(2500ms, true).what == act::wait);
 }
 
+TEST_CASE("a claim that lost a race, refused without the record (S3, dynalite), reads again when a poll is due") {
+    fixture f("c"); // poll interval 1 s
+    REQUIRE(f.m.acquire_start(0s, true).what == act::write);
+    REQUIRE(f.m.acquire_on_write(10ms, error_code(errc::precondition_failed), {}).what == act::read); // a first claim: read at once
+    auto claim = f.m.acquire_on_read(20ms, {}, foreign(7, "v7", true), {});
+    REQUIRE(claim.what == act::write); // released: claimed straight after the read
+    // Refused, with no record: someone wrote in that round trip, most likely a contender that now
+    // holds it. The next read comes near a poll interval later, not at once.
+    auto wait = f.m.acquire_on_write(21ms, error_code(errc::precondition_failed), {});
+    REQUIRE(wait.what == act::wait);
+    CHECK(wait.delay >= std::chrono::nanoseconds(968750us));
+    CHECK(wait.delay <= std::chrono::nanoseconds(1s));
+    REQUIRE(f.m.acquire_on_wait(1021ms).what == act::read);
+    auto mine = f.m.acquire_on_read(1022ms, {}, foreign(8, "v8", true), {}); // released again since
+    REQUIRE(mine.what == act::write);
+    CHECK(body_of(mine).token == 9);
+
+    // A try-once acquisition reads at once: it answers now, held or not.
+    fixture g("c");
+    REQUIRE(g.m.acquire_start(0s, false).what == act::write);
+    REQUIRE(g.m.acquire_on_write(10ms, error_code(errc::precondition_failed), {}).what == act::read);
+    REQUIRE(g.m.acquire_on_read(20ms, {}, foreign(7, "v7", true), {}).what == act::write);
+    CHECK(g.m.acquire_on_write(21ms, error_code(errc::precondition_failed), {}).what == act::read);
+
+    // A take-back of our marker as we last knew it (a loop), refused without the record: read at
+    // once; the record may well be free under another version.
+    fixture h;
+    acquire_free(h.m, 0s);
+    release_at(h.m, 100ms, "v2");
+    REQUIRE(h.m.acquire_start(200ms, true).what == act::write);
+    CHECK(h.m.acquire_on_write(201ms, error_code(errc::precondition_failed), {}).what == act::read);
+}
+
 TEST_CASE("turn hint: a participant re-acquiring back to back states its turn; one that may leave states none") {
     fixture f; // poll interval 1 s: a first turn of 1 s
     auto claim = acquire_free(f.m, 0s);
@@ -399,7 +442,9 @@ TEST_CASE("turn hint: a participant re-acquiring back to back states its turn; o
     REQUIRE(f.m.renew_on_write(1201ms, {}, written("v5")).what == act::wait);
     release_at(f.m, 1500ms, "v5b");
     REQUIRE(f.m.acquire_start(1600ms, true).what == act::wait); // the yield
-    auto after_yield = f.m.acquire_on_wait(2751ms);
+    REQUIRE(f.m.acquire_on_wait(2750ms).what == act::read);
+    auto after_yield = f.m.acquire_on_read(2751ms, {}, own_marker(f.m, 2, "v5b"), {});
+    REQUIRE(after_yield.what == act::write);
     CHECK(body_of(after_yield).turn == 2000ms); // nobody came: a turn twice as long
 
     // Released, and acquiring again right away (a loop): the record had been taken meanwhile,

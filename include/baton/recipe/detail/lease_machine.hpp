@@ -200,6 +200,16 @@ public:
         diag_ = r.diag;
         if (ec == errc::precondition_failed) {
             if (r.current) return consider(now, *r.current);
+            // Refused, and the store did not say by what (S3 never does). A claim that followed a
+            // fresh look at the record lost a race: someone wrote it in that round trip, most
+            // likely a contender that now holds it for a term, so read it when a poll is due,
+            // not at once. A claim made on older knowledge (the first, or a take-back in a loop)
+            // reads at once: the record may have been free all along under another version.
+            if (inflight_contended_ && !try_once_) {
+                attempt_ = 0;
+                next_after_wait_ = read_next;
+                return lease_action::wait(poll_delay_near_full());
+            }
             return lease_action::read();
         }
         if (ec == errc::not_found && inflight_replaces_) {
@@ -245,13 +255,11 @@ public:
         return consider(now, *found);
     }
 
-    lease_action acquire_on_wait(own_time now) {
-        if (std::exchange(yielding_, false)) {
-            // The yield is over: take the record back with one write. If a waiter took it
-            // meanwhile, the refusal shows whose it is, and we wait like any contender.
-            yielded_ = true;
-            if (known_ && released_by_us()) return take_back(now);
-        }
+    lease_action acquire_on_wait(own_time /*now*/) {
+        // After a yield, read first: under contention a waiter has taken the record meanwhile, and
+        // a blind take-back would be refused (on a store that does not return the record with the
+        // refusal, a write and then a read). Our marker still there is taken back as usual.
+        if (std::exchange(yielding_, false)) yielded_ = true;
         return lease_action::read();
     }
 
@@ -540,7 +548,7 @@ private:
     // Our own released marker is the record: taken back at once during our turn; once the turn
     // is over, it stays with the waiters until 1.25 poll intervals after our release (each
     // reads it within one poll interval), unless this acquisition may not wait that long.
-    lease_action take_back(own_time now) {
+    lease_action take_back(own_time now, bool contended = false) {
         if (!yielded_ && yield_allowed_ && streak_over(now)) {
             auto const since_release = now - own_release_->at; // set: the record is our released marker
             if (since_release < yield_pause()) {
@@ -549,11 +557,15 @@ private:
             }
             yielded_ = true; // the waiters have had that time already
         }
-        return claim(now, known_token_ + 1, precondition::matches(known_version_), true);
+        return claim(now, known_token_ + 1, precondition::matches(known_version_), true, contended);
     }
 
-    lease_action claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false) {
+    // `contended`: the claim follows a fresh look at the record (a read, or a refusal that showed
+    // it), so a refusal means someone else wrote it in the meantime.
+    lease_action claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false,
+                       bool contended = false) {
         bool const creates = pc.which() == precondition::kind::absent;
+        inflight_contended_ = contended;
         inflight_ = attempt_record{fresh_nonce(), token, now, acquisition_, false, creates, takes_back,
                                    takes_back && yielded_,
                                    creates ? 0 : std::hash<std::string_view>{}(std::string_view(pc.version()))};
@@ -627,13 +639,13 @@ private:
         }
         if (released_by_us()) {
             attempt_ = 0;
-            return take_back(now); // our own marker, still there (read after a failure or a wait)
+            return take_back(now, true); // our own marker, still there (read after a failure or a wait)
         }
         if (b.released || b.owner == instance_) {
             // Released, or ours from an earlier term: nobody else can hold it
             // while this version is current. A new term gets a new token.
             attempt_ = 0;
-            return claim(now, b.token + 1, precondition::matches(r.version));
+            return claim(now, b.token + 1, precondition::matches(r.version), false, true);
         }
         if (!observed_ || observed_->version != r.version) {
             if (!observed_) observed_ = std::make_unique<observation>();
@@ -645,7 +657,7 @@ private:
         auto const elapsed = now - observed_->since;
         if (elapsed >= window) {
             took_over_ = true;
-            return claim(now, b.token + 1, precondition::matches(r.version));
+            return claim(now, b.token + 1, precondition::matches(r.version), false, true);
         }
         if (try_once_) {
             state_ = lease_state::idle;
@@ -879,6 +891,7 @@ private:
     // What this participant last knew of the record.
     bool known_ = false, absent_ = false, released_ = false;
     bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
+    bool inflight_contended_ = false; // ... and followed a fresh look at the record (see claim())
     std::string known_version_;
     std::uint64_t known_token_ = 0;
     std::uint64_t max_token_seen_ = 0;
