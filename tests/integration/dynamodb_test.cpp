@@ -166,6 +166,19 @@ struct table_fixture {
     std::pair<error_code, baton::put_result> put(std::string key, std::string body, precondition pc) {
         return await<baton::put_result>(ioc, [&](auto h) { backend.async_put(key, body, pc, std::move(h)); });
     }
+    // Whether the server returns the item with a failed condition (ReturnValuesOnConditionCheckFailure
+    // ALL_OLD): DynamoDB does, dynalite does not. Writes `key` if absent, then fails a second create.
+    bool returns_item_with_failure(std::string const& key) {
+        std::string const req = R"({"TableName":")" + table + R"(","Item":{"pk":{"S":")" + key +
+                                R"j("}},"ConditionExpression":"attribute_not_exists(pk)","ReturnValuesOnConditionCheckFailure":"ALL_OLD"})j";
+        auto call = [&] {
+            return await<baton::dynamodb_response>(ioc, [&](auto h) { backend.async_call("PutItem", req, std::move(h)); });
+        };
+        (void)call();
+        auto [ec, raw] = call();
+        CHECK(ec == errc::precondition_failed);
+        return contains(raw.body, "\"Item\"");
+    }
     std::pair<error_code, baton::erase_result> erase(std::string key, precondition pc) {
         return await<baton::erase_result>(ioc, [&](auto h) { backend.async_erase(key, pc, std::move(h)); });
     }
@@ -290,17 +303,22 @@ TEST_CASE("record store: get, conditional put and erase, fresh versions, bodies 
     REQUIRE(!ec3);
     CHECK(p2.version != p1.version);
 
-    // Stale version and existing key are refused, with the current record.
+    // Stale version and existing key are refused, with the current record when the service
+    // returns it (DynamoDB does; dynalite does not, and then nothing is read in its place).
     auto [ec4, stale] = f.put("jobs/a", "two", precondition::matches(p1.version));
     CHECK(ec4 == errc::precondition_failed);
-    REQUIRE(stale.current);
-    CHECK(stale.current->version == p2.version);
-    CHECK(stale.current->body == "one");
+    if (stale.current) {
+        CHECK(stale.current->version == p2.version);
+        CHECK(stale.current->body == "one");
+    }
     CHECK(stale.diag.service_code == "ConditionalCheckFailedException");
     auto [ec5, exists] = f.put("jobs/a", "two", precondition::absent());
     CHECK(ec5 == errc::precondition_failed);
-    REQUIRE(exists.current);
-    CHECK(exists.current->version == p2.version);
+    if (exists.current) CHECK(exists.current->version == p2.version);
+    auto [ec5b, unchanged] = f.get("jobs/a");
+    REQUIRE(!ec5b);
+    REQUIRE(unchanged.found);
+    CHECK(unchanged.found->version == p2.version);
     // `matches` on a missing key: refused, nothing current.
     auto [ec6, missing] = f.put("jobs/none", "x", precondition::matches(p2.version));
     CHECK(ec6 == errc::precondition_failed);
@@ -392,43 +410,39 @@ TEST_CASE("list: prefix, after and limit in key order over a paginated Scan") {
                          [](auto const& a, auto const& b) { return a.key < b.key; }));
 }
 
-TEST_CASE("after ConditionalCheckFailed the current item comes from a consistent GetItem when the service omits it") {
+TEST_CASE("after ConditionalCheckFailed the current item is the one the service returned, and nothing else is sent") {
     REQUIRE_DYNAMODB(env);
     table_fixture f(env);
     auto [ec1, p1] = f.put("k", "first", precondition::absent());
     REQUIRE(!ec1);
 
     // What the server does with ReturnValuesOnConditionCheckFailure (dynalite ignores it).
-    auto [ec2, raw] = await<baton::dynamodb_response>(f.ioc, [&](auto h) {
-        f.backend.async_call("PutItem",
-                             R"({"TableName":")" + f.table +
-                                 R"j(","Item":{"pk":{"S":"k"}},"ConditionExpression":"attribute_not_exists(pk)",)j"
-                                 R"("ReturnValuesOnConditionCheckFailure":"ALL_OLD"})",
-                             std::move(h));
-    });
-    CHECK(ec2 == errc::precondition_failed);
-    bool const server_returns_item = contains(raw.body, "\"Item\"");
+    bool const server_returns_item = f.returns_item_with_failure("probe");
     std::string const note = std::string("server returns the item with a failed condition: ") +
-                             (server_returns_item ? "yes" : "no (the backend falls back to GetItem)");
+                             (server_returns_item ? "yes" : "no (the refusal then carries no record)");
     MESSAGE(note);
 
     auto [ec3, r] = f.put("k", "second", precondition::absent());
     CHECK(ec3 == errc::precondition_failed);
-    REQUIRE(r.current);
-    CHECK(r.current->body == "first");
-    CHECK(r.current->version == p1.version);
+    CHECK(r.current.has_value() == server_returns_item);
+    if (r.current) {
+        CHECK(r.current->body == "first");
+        CHECK(r.current->version == p1.version);
+    }
     CHECK(r.diag.service_code == "ConditionalCheckFailedException");
     CHECK(r.diag.http_status == 400);
     CHECK(!r.diag.request_id.empty());
 
-    // The fallback sees writes made after the failure too: it is the item now.
+    // A later refusal is about the item as it is then.
     auto [ec4, p2] = f.put("k", "third", precondition::matches(p1.version));
     REQUIRE(!ec4);
     auto [ec5, r2] = f.put("k", "fourth", precondition::matches(p1.version));
     CHECK(ec5 == errc::precondition_failed);
-    REQUIRE(r2.current);
-    CHECK(r2.current->version == p2.version);
-    CHECK(r2.current->body == "third");
+    CHECK(r2.current.has_value() == server_returns_item);
+    if (r2.current) {
+        CHECK(r2.current->version == p2.version);
+        CHECK(r2.current->body == "third");
+    }
 }
 
 TEST_CASE("a missing table is a clear not_found that says how to create it") {
@@ -755,10 +769,13 @@ TEST_CASE("fenced writes on dynalite take one request: the table checks the toke
     auto [e3, r3] = write(4, "stale holder");
     CHECK(e3 == baton::errc::fenced);
     CHECK(r3.winning_token == 5);
-    CHECK(r3.requests == 1); // refused by the table (the backend fetches the current item with the refusal)
+    // Refused by the table; the refusal carries the current item where the service returns it
+    // (DynamoDB), else the recipe reads it (dynalite).
+    int const read_after_refusal = f.returns_item_with_failure("probe") ? 0 : 1;
+    CHECK(r3.requests == 1 + read_after_refusal);
     auto [e4, r4] = write(5, "same holder, another process");
     REQUIRE_FALSE(e4);
-    CHECK(r4.requests == 2); // an equal token needs the version: refused, then written on the version
+    CHECK(r4.requests == 2 + read_after_refusal); // an equal token needs the version: refused, then written on the version
     baton::basic_fenced<baton::dynamodb_backend> reader(ioc.get_executor(), baton::dynamodb_backend(ioc.get_executor(), params_for(env, f.table)));
     std::optional<baton::error_code> rec;
     std::optional<baton::fenced_value> v;
@@ -1075,6 +1092,9 @@ struct scripted_fixture {
     std::pair<error_code, baton::put_result> put(std::string key, std::string body, precondition pc) {
         return await<baton::put_result>(ioc, [&](auto h) { backend.async_put(key, body, pc, std::move(h)); });
     }
+    error_code erase(std::string key, precondition pc) {
+        return await<baton::erase_result>(ioc, [&](auto h) { backend.async_erase(key, pc, std::move(h)); }).first;
+    }
 };
 
 std::string const ccf = R"({"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",)"
@@ -1220,34 +1240,39 @@ TEST_CASE("throttling, validation and malformed answers") {
     CHECK(contains(r5.diag.message, "exactly one HASH key named 'pk' of type S"));
 }
 
-TEST_CASE("ConditionalCheckFailed: ALL_OLD items are used, and once the service is known to send them no GetItem follows") {
+TEST_CASE("ConditionalCheckFailed: ALL_OLD items are used, a put sends nothing more, and an erase reads only until the service is known to send them") {
     scripted_fixture f;
-    // 1: no Item and nothing known yet: a GetItem follows.
+    // 1: a put refused without Item: no record, and no GetItem.
+    f.server.script.push_back(reply(400, ccf + "}"));
+    // 2: an erase refused without Item, nothing known yet: a GetItem tells a stale version from a gone key.
     f.server.script.push_back(reply(400, ccf + "}"));
     f.server.script.push_back(reply(200, R"({"Item":{"ver":{"S":"v9"},"body":{"S":"now"}}})"));
-    // 2: the service returns the item.
+    // 3: the service returns the item.
     f.server.script.push_back(reply(400, ccf + R"(,"Item":{"pk":{"S":"k"},"ver":{"S":"v10"},"body":{"S":"old"}}})"));
-    // 3: now a failure without Item means the key is absent.
+    // 4: now an erase refused without Item means the key is absent.
     f.server.script.push_back(reply(400, ccf + "}"));
 
     auto [ec1, r1] = f.put("k", "x", precondition::absent());
     CHECK(ec1 == errc::precondition_failed);
-    REQUIRE(r1.current);
-    CHECK(r1.current->version == "v9");
-    REQUIRE(f.server.received.size() == 2);
-    CHECK(f.server.received[1]["X-Amz-Target"] == "DynamoDB_20120810.GetItem");
+    CHECK(!r1.current);
+    CHECK(r1.diag.service_code == "ConditionalCheckFailedException");
+    CHECK(f.server.received.size() == 1);
 
-    auto [ec2, r2] = f.put("k", "x", precondition::absent());
+    auto ec2 = f.erase("k", precondition::matches("v8"));
     CHECK(ec2 == errc::precondition_failed);
-    REQUIRE(r2.current);
-    CHECK(r2.current->version == "v10");
-    CHECK(r2.current->body == "old");
-    CHECK(f.server.received.size() == 3);
+    REQUIRE(f.server.received.size() == 3);
+    CHECK(f.server.received[2]["X-Amz-Target"] == "DynamoDB_20120810.GetItem");
 
-    auto [ec3, r3] = f.put("k", "x", precondition::matches("v10"));
+    auto [ec3, r3] = f.put("k", "x", precondition::absent());
     CHECK(ec3 == errc::precondition_failed);
-    CHECK(!r3.current);
+    REQUIRE(r3.current);
+    CHECK(r3.current->version == "v10");
+    CHECK(r3.current->body == "old");
     CHECK(f.server.received.size() == 4);
+
+    auto ec4 = f.erase("k", precondition::matches("v10"));
+    CHECK(ec4 == errc::not_found);
+    CHECK(f.server.received.size() == 5);
 }
 
 } // TEST_SUITE

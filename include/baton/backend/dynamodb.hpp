@@ -31,14 +31,17 @@
     - put: PutItem of the whole item. `absent` is
       `attribute_not_exists(#k)`, `matches(v)` is `#v = :v` on `ver`; a
       fresh version is written every time. Conditional writes ask for
-      `ReturnValuesOnConditionCheckFailure: ALL_OLD`; when the service does
-      not return the item (dynalite, DynamoDB Local), a consistent GetItem
-      fills `put_result::current` after a failed condition. Once the
-      service has returned an item with a failure, a failure without one
-      means the key is absent and no GetItem is sent.
+      `ReturnValuesOnConditionCheckFailure: ALL_OLD`, and a failed condition
+      fills `put_result::current` with the item the service returned. When
+      the service returns none (dynalite, DynamoDB Local, or the key is
+      absent), `current` is empty, as with S3, and no GetItem is sent: the
+      recipes read the record themselves when they need it, which a
+      contender that lost a race does at its next poll, not at once.
     - erase: DeleteItem with the same conditions. `matches` on a key that
-      is gone gives `errc::not_found` (found the same way), like
-      `memory_backend`.
+      is gone gives `errc::not_found`, like `memory_backend`: from the
+      failure when the service returns items with failures (once it has
+      returned one, a failure without one means the key is absent), else
+      from a consistent GetItem.
     - list: a consistent Scan, filtered by `begins_with(#k, :p) AND #k > :a`,
       projected to key and version, paginated through `LastEvaluatedKey`,
       sorted client-side; only the `limit + 1` smallest keys are kept in
@@ -171,7 +174,7 @@ public:
         request, conditional on the fencing token kept in the item's `fence` attribute: applied
         when the item is absent, its fence is below `token`, or it is still `known_version`
         with a fence of at most `token`. Completion: `void(error_code, put_result)`, as
-        `async_put` (`precondition_failed` with the current item on refusal).
+        `async_put` (`precondition_failed`, with the current item when the service returns it).
     */
     template <class Token = boost::asio::deferred_t>
     auto async_put_fenced(std::string key, std::string body, std::uint64_t token, std::optional<std::string> known_version,
@@ -351,8 +354,8 @@ private:
         auto slot = boost::asio::get_associated_cancellation_slot(h);
         bool const conditional = pc.which() != precondition::kind::none;
         call("PutItem", std::move(req), slot,
-             [self = *this, h = std::move(h), key = std::move(key), version = std::move(version), conditional,
-              slot](result r) mutable {
+             [self = *this, h = std::move(h), key = std::move(key), version = std::move(version),
+              conditional](result r) mutable {
                  put_result out;
                  if (!r.ec) {
                      out.version = std::move(version);
@@ -363,15 +366,25 @@ private:
                      out.diag = std::move(r.diag);
                      return self.complete(std::move(h), ec, std::move(out));
                  }
-                 self.current_after_failure(
-                     std::move(key), r.body, slot,
-                     [self, h = std::move(h), diag = std::move(r.diag)](std::optional<record> cur, bool) mutable {
-                         put_result out;
-                         out.current = std::move(cur);
-                         out.diag = std::move(diag);
-                         self.complete(std::move(h), error_code(errc::precondition_failed), std::move(out));
-                     });
+                 // The current item only when the service returned it (ALL_OLD): a caller that
+                 // needs it reads it, when it needs it (a contender that lost a race reads at its
+                 // next poll, not at once, as with S3).
+                 out.current = self.item_in_failure(key, r.body);
+                 out.diag = std::move(r.diag);
+                 self.complete(std::move(h), ec, std::move(out));
              });
+    }
+
+    // The item a ConditionalCheckFailed body carries (ALL_OLD), if any; seeing one teaches that
+    // the service returns them (see current_after_failure).
+    std::optional<record> item_in_failure(std::string const& key, std::string const& failure_body) const {
+        std::optional<record> cur;
+        diagnostics ignored;
+        if (!detail::dynamodb::parse_condition_failure(failure_body, key, cur, ignored) && cur) {
+            st_->returns_old_item.store(true, std::memory_order_relaxed);
+            return cur;
+        }
+        return std::nullopt;
     }
 
     // After ConditionalCheckFailed: the current item from the failure body
@@ -380,12 +393,7 @@ private:
     template <class F>
     void current_after_failure(std::string key, std::string const& failure_body, boost::asio::cancellation_slot slot,
                                F&& f) const {
-        std::optional<record> cur;
-        diagnostics ignored;
-        if (!detail::dynamodb::parse_condition_failure(failure_body, key, cur, ignored) && cur) {
-            st_->returns_old_item.store(true, std::memory_order_relaxed);
-            return f(std::move(cur), true);
-        }
+        if (auto cur = item_in_failure(key, failure_body)) return f(std::move(cur), true);
         if (st_->returns_old_item.load(std::memory_order_relaxed)) return f(std::nullopt, true); // absent
         read_item(std::move(key), slot, [f = std::forward<F>(f)](error_code ec, get_result g) mutable {
             if (ec) return f(std::nullopt, false);

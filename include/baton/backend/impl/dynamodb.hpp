@@ -117,7 +117,7 @@ struct dynamodb_backend::probe_op : std::enable_shared_from_this<dynamodb_backen
                                op.caps.findings.push_back(
                                    std::string("a failed condition returns the current item: ") +
                                    (old ? "yes (ReturnValuesOnConditionCheckFailure honoured)"
-                                        : "no (a consistent GetItem fills it in)"));
+                                        : "no (the recipes read the record when they need it)"));
                            }
                            op.replace_fresh();
                        })),
