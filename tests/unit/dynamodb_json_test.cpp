@@ -130,6 +130,69 @@ TEST_CASE("typed attributes: scalars only, no clashes with the schema, bounded")
     CHECK(ddb::typed_attributes({"t", "id"}, R"({"id":"x","pk":"y"})").size() == 1);
 }
 
+namespace {
+// PutItem as a Boost.JSON tree, serialized: what put_item_request writes directly, byte for byte.
+std::string put_item_by_tree(ddb::table_ref t, std::string_view key, std::string_view body, std::string_view version,
+                             precondition const& pc) {
+    boost::json::object item = ddb::record_item(t, key, body, version);
+    for (auto& field : ddb::typed_attributes(t, body)) item[field.key()] = std::move(field.value());
+    boost::json::object req;
+    req["TableName"] = t.table;
+    req["Item"] = std::move(item);
+    ddb::add_condition(req, t, pc);
+    return boost::json::serialize(req);
+}
+
+// A body for the writer to get wrong: mostly flat lease-like objects, with every detail that
+// sends it down the general path (escapes, whitespace, nesting, floats, null, repeated names,
+// leading zeros, -0, 19-digit numbers, bytes that are not UTF-8, control bytes, the schema's names).
+std::string random_body(std::mt19937_64& rng) {
+    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    static char const* const names[] = {"baton", "owner", "token", "a", "pk", "ver", "body", "fence", "", "id",
+                                        "\u00e9t\u00e9", "na\"me", "\xc3\xa9t\xc3\xa9", "x"};
+    static char const* const values[] = {"\"lease/1\"", "\"node-a#1f\"", "7", "-3", "0", "-0", "007", "1.5", "1e3",
+                                         "18446744073709551615", "123456789012345678", "1234567890123456789",
+                                         "true", "false", "null", "{\"a\":1}", "[1,2]", "\"a\\\"b\"", "\"tab\\t\"",
+                                         "\"\xc3\xa9\"", "\"\xff\"", "\"\x01\"", "\"\"", "\"\\u0001\"", "-", "tru", "9."};
+    std::string b = pick(20) == 0 ? " {" : "{";
+    std::size_t const n = pick(12);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i) b += pick(25) == 0 ? ", " : ",";
+        b += '"';
+        b += pick(3) == 0 ? names[pick(std::size(names))] : "f" + std::to_string(pick(40));
+        b += pick(30) == 0 ? "\": " : "\":";
+        if (pick(15) == 0) b += '"' + std::string(ddb::max_typed_string_bytes + pick(2), 'v') + '"';
+        else b += values[pick(std::size(values))];
+    }
+    b += pick(30) == 0 ? "}x" : "}";
+    if (pick(40) == 0) b.resize(pick(b.size() + 1)); // truncated
+    return b;
+}
+} // namespace
+
+TEST_CASE("PutItem is written directly, byte for byte what the JSON tree serializes to") {
+    std::mt19937_64 rng(20261126);
+    constexpr ddb::table_ref odd{"t\"1", "f\u00e9nce"};
+    std::string const lease = lease_body;
+    std::vector<std::string> bodies{lease, "", "{}", "{\"a\":1}", "[1]", "\xff\x00", "{\"pk\":\"x\",\"a\":true}",
+                                    std::string(R"({"s":")") + std::string(ddb::max_typed_source_bytes, 'a') + "\"}"};
+    std::string many = "{";
+    for (int i = 0; i < 70; ++i) many += (i ? "," : "") + std::string("\"f") + std::to_string(i) + "\":" + std::to_string(i);
+    bodies.push_back(many + "}");
+    for (int i = 0; i < 3000; ++i) bodies.push_back(random_body(rng));
+    std::vector<precondition> const conditions{precondition::none(), precondition::absent(), precondition::matches("v1"),
+                                               precondition::matches("N:12"), precondition::matches("S:N:1\"2")};
+    std::size_t n = 0;
+    for (auto const& body : bodies) {
+        auto const& pc = conditions[n++ % conditions.size()];
+        for (auto t : {locks, odd}) {
+            INFO("body: " << body);
+            CHECK(ddb::put_item_request(t, "k\n\"1", body, n % 2 ? "v9" : "N:5", pc) ==
+                  put_item_by_tree(t, "k\n\"1", body, n % 2 ? "v9" : "N:5", pc));
+        }
+    }
+}
+
 TEST_CASE("PutItem: bytes that are not UTF-8 travel as B (base64)") {
     std::string const bin("\xff\x00\x80z", 4);
     CHECK(ddb::put_item_request(locks, "k", bin, "v1", precondition::none()) ==
