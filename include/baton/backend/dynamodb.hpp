@@ -85,6 +85,7 @@
 #include <baton/aws/signed_channel.hpp>
 #include <baton/aws/sigv4.hpp>
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/post_completion.hpp>
 #include <baton/backend/detail/dynamodb_json.hpp>
 #include <baton/core/error.hpp>
 #include <baton/http/client.hpp>
@@ -279,7 +280,25 @@ private:
     template <class Handler, class... Args>
     void complete(Handler h, Args&&... args) const {
         // Never inline: the handler runs later, through its associated executor.
-        boost::asio::post(ex_, boost::asio::append(std::move(h), std::forward<Args>(args)...));
+        detail::post_completion(ex_, std::move(h), std::forward<Args>(args)...);
+    }
+    // The same for an answer of call(): `f` runs from the HTTP client's posted completion, never
+    // inside the initiating function, so the handler needs no second hop.
+    template <class Handler, class... Args>
+    void answer(Handler h, Args&&... args) const {
+        detail::dispatch_completion(ex_, std::move(h), std::forward<Args>(args)...);
+    }
+
+    // The X-Amz-Target of an operation: the ones the backend sends are constants, not built per request.
+    // `scratch` holds any other.
+    static std::string_view target_of(std::string_view op, std::string& scratch) {
+        static constexpr std::string_view known[] = {"DynamoDB_20120810.PutItem", "DynamoDB_20120810.GetItem",
+                                                     "DynamoDB_20120810.DeleteItem", "DynamoDB_20120810.Scan"};
+        constexpr std::string_view prefix = "DynamoDB_20120810.";
+        for (auto k : known)
+            if (k.substr(prefix.size()) == op) return k;
+        scratch = std::string(prefix) + std::string(op);
+        return scratch;
     }
 
     // One signed request; `f(result)` runs on the client's executor.
@@ -289,7 +308,8 @@ private:
         http::request req{bhttp::verb::post, "/", 11};
         req.set(bhttp::field::host, st_->ep.host_header());
         req.set(bhttp::field::content_type, "application/x-amz-json-1.0");
-        req.set("X-Amz-Target", "DynamoDB_20120810." + std::string(op));
+        std::string scratch;
+        req.set("X-Amz-Target", target_of(op, scratch));
         req.set(bhttp::field::accept_encoding, "identity");
         req.body() = std::move(body);
         req.prepare_payload();
@@ -314,7 +334,7 @@ private:
         if (auto ec = check_key(key, out.diag)) return complete(std::move(h), ec, std::move(out));
         auto slot = boost::asio::get_associated_cancellation_slot(h);
         read_item(std::move(key), slot, [self = *this, h = std::move(h)](error_code ec, get_result r) mutable {
-            self.complete(std::move(h), ec, std::move(r));
+            self.answer(std::move(h), ec, std::move(r));
         });
     }
 
@@ -359,19 +379,19 @@ private:
                  put_result out;
                  if (!r.ec) {
                      out.version = std::move(version);
-                     return self.complete(std::move(h), error_code{}, std::move(out));
+                     return self.answer(std::move(h), error_code{}, std::move(out));
                  }
                  error_code const ec = r.ec;
                  if (ec != errc::precondition_failed || !conditional) {
                      out.diag = std::move(r.diag);
-                     return self.complete(std::move(h), ec, std::move(out));
+                     return self.answer(std::move(h), ec, std::move(out));
                  }
                  // The current item only when the service returned it (ALL_OLD): a caller that
                  // needs it reads it, when it needs it (a contender that lost a race reads at its
                  // next poll, not at once, as with S3).
                  out.current = self.item_in_failure(key, r.body);
                  out.diag = std::move(r.diag);
-                 self.complete(std::move(h), ec, std::move(out));
+                 self.answer(std::move(h), ec, std::move(out));
              });
     }
 
@@ -412,17 +432,17 @@ private:
              [self = *this, h = std::move(h), key = std::move(key), matches, slot](result r) mutable {
                  erase_result out;
                  error_code const ec = r.ec;
-                 if (!ec) return self.complete(std::move(h), ec, std::move(out));
+                 if (!ec) return self.answer(std::move(h), ec, std::move(out));
                  out.diag = std::move(r.diag);
                  if (ec != errc::precondition_failed || !matches)
-                     return self.complete(std::move(h), ec, std::move(out));
+                     return self.answer(std::move(h), ec, std::move(out));
                  // `matches` on a key that is gone is not_found, as in memory_backend.
                  self.current_after_failure(std::move(key), r.body, slot,
                                             [self, h = std::move(h), out = std::move(out)](
                                                 std::optional<record> cur, bool known) mutable {
                                                 error_code e = errc::precondition_failed;
                                                 if (known && !cur) e = errc::not_found;
-                                                self.complete(std::move(h), e, std::move(out));
+                                                self.answer(std::move(h), e, std::move(out));
                                             });
              });
     }
@@ -450,7 +470,7 @@ private:
             out.status = r.status;
             out.body = std::move(r.body);
             out.diag = std::move(r.diag);
-            self.complete(std::move(h), r.ec, std::move(out));
+            self.answer(std::move(h), r.ec, std::move(out));
         });
     }
 

@@ -15,6 +15,7 @@
 #include <baton/aws/signed_channel.hpp>
 #include <baton/aws/sigv4.hpp>
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/post_completion.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/signer.hpp>
 #include <baton/http/client.hpp>
@@ -182,7 +183,7 @@ struct s3_state {
     template <class Handler, class Result>
     void complete(Handler&& h, error_code ec, Result&& r) const {
         // Never inline: the handler runs later, on its associated executor.
-        s3_asio::post(ex, s3_asio::append(std::forward<Handler>(h), ec, std::forward<Result>(r)));
+        detail::post_completion(ex, std::forward<Handler>(h), ec, std::forward<Result>(r));
     }
 
 

@@ -61,7 +61,12 @@ public:
             a = rng_();
             b = rng_();
         }
-        return to_hex(a) + to_hex(b);
+        std::string out(32, '0'); // one allocation, not three
+        for (int i = 15; i >= 0; --i, a >>= 4, b >>= 4) {
+            out[static_cast<std::size_t>(i)] = hex_digit(static_cast<unsigned>(a & 15));
+            out[static_cast<std::size_t>(i) + 16] = hex_digit(static_cast<unsigned>(b & 15));
+        }
+        return out;
     }
 
 private:

@@ -8,6 +8,7 @@
 
 #include <baton/http/detail/pool.hpp>
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/post_completion.hpp>
 #include <baton/core/error.hpp>
 
 #ifndef BATON_DOXYGEN
@@ -261,7 +262,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
     void on_read(error_code ec) {
         if (ph == phase::done) return;
         if (parser->is_header_done()) info.diag.http_status = parser->get().result_int();
-        std::string const unknown = "; the request was sent, so its outcome is unknown";
+        static constexpr char unknown[] = "; the request was sent, so its outcome is unknown"; // not built per response
         if (cancelled)
             return finish(asio::error::operation_aborted,
                           "cancelled while waiting for the response from " + key + unknown);
@@ -368,7 +369,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         handler_type h(std::move(*handler));
         handler.reset();
         // Never inline: the handler runs later, through its associated executor.
-        asio::post(st->ex, asio::append(std::move(h), ec, std::move(res)));
+        baton::detail::post_completion(st->ex, std::move(h), ec, std::move(res));
     }
 };
 

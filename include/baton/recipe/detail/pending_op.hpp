@@ -11,6 +11,8 @@
 // timer or an answer captured for an earlier operation stands down instead of
 // touching a later one.
 
+#include <baton/core/detail/post_completion.hpp>
+
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
@@ -24,18 +26,6 @@
 #include <utility>
 
 namespace baton::detail {
-
-/// Runs `h(args...)` later, never inside the caller: posted through `ex`, on the handler's associated executor.
-template <class Handler, class... Args>
-void post_completion(boost::asio::any_io_executor const& ex, Handler&& h, Args&&... args) {
-    // Through the io_context's own executor when that is what `ex` holds: a type-erased handler's
-    // associated executor is then built around it in place, where around an any_io_executor it
-    // takes two heap allocations per completion.
-    if (auto const* io = ex.target<boost::asio::io_context::executor_type>())
-        boost::asio::post(*io, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
-    else
-        boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
-}
 
 template <class Signature>
 class pending_op;
