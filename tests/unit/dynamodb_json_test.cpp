@@ -174,11 +174,23 @@ TEST_CASE("PutItem is written directly, byte for byte what the JSON tree seriali
     std::mt19937_64 rng(20261126);
     constexpr ddb::table_ref odd{"t\"1", "f\u00e9nce"};
     std::string const lease = lease_body;
-    std::vector<std::string> bodies{lease, "", "{}", "{\"a\":1}", "[1]", "\xff\x00", "{\"pk\":\"x\",\"a\":true}",
+    std::vector<std::string> bodies{lease, "", "{}", "{\"a\":1}", "[1]", std::string("\xff\x00", 2), "{\"pk\":\"x\",\"a\":true}",
                                     std::string(R"({"s":")") + std::string(ddb::max_typed_source_bytes, 'a') + "\"}"};
     std::string many = "{";
     for (int i = 0; i < 70; ++i) many += (i ? "," : "") + std::string("\"f") + std::to_string(i) + "\":" + std::to_string(i);
     bodies.push_back(many + "}");
+    // Flat bodies of 33 to 64 fields (the cap of 32 typed attributes on the direct path), long
+    // names, long and negative numbers.
+    for (int n : {33, 40, 64}) {
+        std::string flat = "{";
+        for (int i = 0; i < n; ++i)
+            flat += (i ? "," : "") + std::string("\"g") + std::to_string(i) + "\":" +
+                    (i % 3 == 0 ? "\"s\"" : i % 3 == 1 ? std::to_string(-i) : "true");
+        bodies.push_back(flat + "}");
+    }
+    bodies.push_back("{\"" + std::string(ddb::max_typed_name_bytes, 'n') + "\":1,\"" +
+                     std::string(ddb::max_typed_name_bytes + 1, 'm') + "\":2}");
+    bodies.push_back(R"({"a":-123456789012345678,"b":-1234567890123456789,"c":123456789012345678})");
     for (int i = 0; i < 3000; ++i) bodies.push_back(random_body(rng));
     std::vector<precondition> const conditions{precondition::none(), precondition::absent(), precondition::matches("v1"),
                                                precondition::matches("N:12"), precondition::matches("S:N:1\"2")};

@@ -422,6 +422,32 @@ TEST_CASE("a claim that lost a race, refused without the record (S3, dynalite), 
     release_at(h.m, 100ms, "v2");
     REQUIRE(h.m.acquire_start(200ms, true).what == act::write);
     CHECK(h.m.acquire_on_write(201ms, error_code(errc::precondition_failed), {}).what == act::read);
+
+    // An acquisition that may not wait that long (a timeout under 1.25 poll intervals) reads at once.
+    fixture k("c");
+    REQUIRE(k.m.acquire_start(0s, true, 500ms).what == act::write);
+    REQUIRE(k.m.acquire_on_write(10ms, error_code(errc::precondition_failed), {}).what == act::read);
+    REQUIRE(k.m.acquire_on_read(20ms, {}, foreign(7, "v7", true), {}).what == act::write);
+    CHECK(k.m.acquire_on_write(21ms, error_code(errc::precondition_failed), {}).what == act::read);
+}
+
+TEST_CASE("a refused takeover reads at once: the holder may have released it meanwhile; the grant then is no takeover") {
+    fixture f("c", 1.0); // takeover window: ttl 30 s x 1.0
+    REQUIRE(f.m.acquire_start(0s, true).what == act::write);
+    baton::put_result refused;
+    refused.current = foreign(4, "v9");
+    REQUIRE(f.m.acquire_on_write(1ms, error_code(errc::precondition_failed), refused).what == act::wait);
+    REQUIRE(f.m.acquire_on_wait(31s).what == act::read);
+    auto takeover = f.m.acquire_on_read(31s, {}, foreign(4, "v9"), {});
+    REQUIRE(takeover.what == act::write);
+    CHECK(f.m.took_over());
+    // Refused without the record (S3, dynalite): the holder came back and released it.
+    REQUIRE(f.m.acquire_on_write(31001ms, error_code(errc::precondition_failed), {}).what == act::read);
+    auto claim = f.m.acquire_on_read(31002ms, {}, foreign(4, "v10", true), {});
+    REQUIRE(claim.what == act::write);
+    CHECK(body_of(claim).token == 5);
+    REQUIRE(f.m.acquire_on_write(31003ms, {}, written("v11")).what == act::done);
+    CHECK_FALSE(f.m.took_over()); // taken through the released marker, not over
 }
 
 TEST_CASE("turn hint: a participant re-acquiring back to back states its turn; one that may leave states none") {

@@ -283,7 +283,9 @@ private:
         detail::post_completion(ex_, std::move(h), std::forward<Args>(args)...);
     }
     // The same for an answer of call(): `f` runs from the HTTP client's posted completion, never
-    // inside the initiating function, so the handler needs no second hop.
+    // inside the initiating function, so the handler needs no second hop. This rests on
+    // aws::signed_channel::send never calling back inline (its signing and credential errors are
+    // posted too); a change there must keep it.
     template <class Handler, class... Args>
     void answer(Handler h, Args&&... args) const {
         detail::dispatch_completion(ex_, std::move(h), std::forward<Args>(args)...);

@@ -200,12 +200,14 @@ public:
         diag_ = r.diag;
         if (ec == errc::precondition_failed) {
             if (r.current) return consider(now, *r.current);
-            // Refused, and the store did not say by what (S3 never does). A claim that followed a
-            // fresh look at the record lost a race: someone wrote it in that round trip, most
-            // likely a contender that now holds it for a term, so read it when a poll is due,
-            // not at once. A claim made on older knowledge (the first, or a take-back in a loop)
-            // reads at once: the record may have been free all along under another version.
-            if (inflight_contended_ && !try_once_) {
+            // Refused, and the store did not say by what (S3 never does). A claim of a released
+            // record (or of our marker) that followed a fresh look at it lost a race: someone
+            // took it in that round trip and now holds it for a term, so read it when a poll is
+            // due, not at once, unless this acquisition may not wait that long. Any other claim
+            // reads at once: one on older knowledge (the first, a take-back in a loop) may find
+            // the record free under another version, and a refused takeover may have met the
+            // holder's released marker.
+            if (inflight_contended_ && yield_allowed_) {
                 attempt_ = 0;
                 next_after_wait_ = read_next;
                 return lease_action::wait(poll_delay_near_full());
@@ -560,8 +562,8 @@ private:
         return claim(now, known_token_ + 1, precondition::matches(known_version_), true, contended);
     }
 
-    // `contended`: the claim follows a fresh look at the record (a read, or a refusal that showed
-    // it), so a refusal means someone else wrote it in the meantime.
+    // `contended`: the claim is of a released record just seen (a read, or a refusal that showed
+    // it), so a refusal means someone else took it in the meantime.
     lease_action claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false,
                        bool contended = false) {
         bool const creates = pc.which() == precondition::kind::absent;
@@ -639,13 +641,15 @@ private:
         }
         if (released_by_us()) {
             attempt_ = 0;
+            took_over_ = false; // a takeover refused earlier in this acquisition is not this claim
             return take_back(now, true); // our own marker, still there (read after a failure or a wait)
         }
         if (b.released || b.owner == instance_) {
             // Released, or ours from an earlier term: nobody else can hold it
             // while this version is current. A new term gets a new token.
             attempt_ = 0;
-            return claim(now, b.token + 1, precondition::matches(r.version), false, true);
+            took_over_ = false;
+            return claim(now, b.token + 1, precondition::matches(r.version), false, b.released);
         }
         if (!observed_ || observed_->version != r.version) {
             if (!observed_) observed_ = std::make_unique<observation>();
@@ -657,7 +661,7 @@ private:
         auto const elapsed = now - observed_->since;
         if (elapsed >= window) {
             took_over_ = true;
-            return claim(now, b.token + 1, precondition::matches(r.version), false, true);
+            return claim(now, b.token + 1, precondition::matches(r.version));
         }
         if (try_once_) {
             state_ = lease_state::idle;
