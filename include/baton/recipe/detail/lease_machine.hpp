@@ -895,7 +895,7 @@ private:
     // What this participant last knew of the record.
     bool known_ = false, absent_ = false, released_ = false;
     bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
-    bool inflight_contended_ = false; // ... and followed a fresh look at the record (see claim())
+    bool inflight_contended_ = false; // the claim in flight is of a released record just seen (see claim())
     std::string known_version_;
     std::uint64_t known_token_ = 0;
     std::uint64_t max_token_seen_ = 0;
