@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -741,6 +742,70 @@ TEST_CASE("an unanswered request times out with the request-sent fact, and its c
     CHECK(took < 5s);
     REQUIRE(run_until(ioc, [&] { return srv.stats().peer_closed == 1; }));
     CHECK(c.idle_connections() == 0);
+}
+
+TEST_CASE("a request the server never reads times out unsent, with one deadline for the whole exchange") {
+    // The peer accepts and then reads nothing: the body fills both sockets' buffers and the
+    // write cannot finish, so the attempt's deadline ends it with the request not sent.
+    net::io_context ioc;
+    tcp::acceptor silent(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    tcp::socket held(ioc);
+    silent.async_accept(held, [](error_code) {});
+    bh::client_options opts;
+    opts.attempt_timeout = 300ms;
+    bh::client c(ioc.get_executor(), opts);
+    bh::request big{bhttp::verb::put, "/big", 11};
+    big.body().assign(64 << 20, 'x');
+    auto const t0 = std::chrono::steady_clock::now();
+    auto o = fetch(ioc, c, bh::endpoint{bh::scheme::http, "127.0.0.1", silent.local_endpoint().port()}, std::move(big));
+    auto const took = std::chrono::steady_clock::now() - t0;
+    CHECK(o.ec == errc::timeout);
+    CHECK_FALSE(o.info.request_sent);
+    CHECK_FALSE(o.info.outcome_unknown());
+    CHECK(contains(o.info.diag.message, "it was not completely sent"));
+    CHECK(contains(o.info.diag.message, "attempt timeout, 300 ms"));
+    CHECK(took >= 290ms);
+    CHECK(took < 5s);
+    CHECK(c.idle_connections() == 0);
+}
+
+TEST_CASE("a request is sent as the very bytes Beast's serializer writes") {
+    // The client writes requests itself, in one piece; any difference from Beast's serializer
+    // would be a different request. Random methods, targets, field orders, versions and bodies.
+    std::mt19937_64 rng(20261126);
+    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    std::vector<bhttp::verb> const verbs{bhttp::verb::get, bhttp::verb::put, bhttp::verb::post,
+                                         bhttp::verb::head, bhttp::verb::delete_};
+    std::vector<std::string> const names{"Host", "Content-Type", "X-Amz-Date", "Authorization", "If-Match",
+                                         "x-amz-content-sha256", "X-Custom-Thing", "Accept-Encoding"};
+    std::string const alphabet = "abcXYZ019 -_/.:;,=\"{}()%\t";
+    auto text = [&](std::size_t max) {
+        std::string t(pick(max + 1), ' ');
+        for (auto& ch : t) ch = alphabet[pick(alphabet.size())];
+        return t;
+    };
+    for (int i = 0; i < 500; ++i) {
+        bh::request r;
+        if (pick(8) == 0)
+            r.method_string("PROPFIND");
+        else
+            r.method(verbs[pick(verbs.size())]);
+        r.target("/" + text(40));
+        r.version(pick(4) == 0 ? 10 : 11);
+        for (std::size_t f = pick(9); f > 0; --f) r.insert(names[pick(names.size())], text(60));
+        r.body() = pick(3) == 0 ? std::string() : text(300);
+        if (pick(2) == 0) r.prepare_payload();
+        REQUIRE(bh::detail::writes_in_one_piece(r));
+        std::string mine;
+        bh::detail::write_request_bytes(r, mine);
+        std::ostringstream beast;
+        beast << r;
+        CAPTURE(i);
+        CHECK(mine == beast.str());
+    }
+    bh::request chunked{bhttp::verb::post, "/", 11};
+    chunked.chunked(true);
+    CHECK_FALSE(bh::detail::writes_in_one_piece(chunked)); // Beast frames the chunks
 }
 
 TEST_CASE("cancellation closes the connection in use and completes with operation_aborted") {

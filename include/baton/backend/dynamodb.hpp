@@ -282,8 +282,9 @@ private:
         // Never inline: the handler runs later, through its associated executor.
         detail::post_completion(ex_, std::move(h), std::forward<Args>(args)...);
     }
-    // The same for an answer of call(): `f` runs from the HTTP client's posted completion, never
-    // inside the initiating function, so the handler needs no second hop. This rests on
+    // The same for an answer of call(): `f` runs from the HTTP client's completion, never inside
+    // the initiating function (the client posts what it answers from within async_request), so
+    // the handler needs no second hop. This rests on
     // aws::signed_channel::send never calling back inline (its signing and credential errors are
     // posted too); a change there must keep it.
     template <class Handler, class... Args>

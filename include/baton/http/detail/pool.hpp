@@ -23,6 +23,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -86,6 +87,7 @@ struct connection {
     std::optional<beast::tcp_stream> plain;
     std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
     beast::flat_buffer buffer;
+    std::string out; // the request being sent (request_bytes.hpp), its capacity kept for the next
     std::chrono::steady_clock::time_point idle_since{};
 
     beast::tcp_stream& tcp() noexcept { return tls ? tls->next_layer() : *plain; }

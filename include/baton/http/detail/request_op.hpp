@@ -4,9 +4,12 @@
 
 // Layer: wire (http), internal. One request from start to answer: a pooled or
 // new connection, TLS handshake, write, read, per-attempt timeouts, and what the
-// caller learns about the request's fate.
+// caller learns about the request's fate. The exchange on a connection has one timer, armed
+// once at the attempt's deadline, not one per socket operation (Beast's stream timeouts re-arm
+// the reactor's timer on every read and write).
 
 #include <baton/http/detail/pool.hpp>
+#include <baton/http/detail/request_bytes.hpp>
 #include <baton/core/detail/config.hpp>
 #include <baton/core/detail/post_completion.hpp>
 #include <baton/core/error.hpp>
@@ -39,12 +42,23 @@ struct request_op : std::enable_shared_from_this<request_op> {
     bool holds_place = false; // counted in pool::in_use
     bool cancelled = false;
     bool resolve_timed_out = false;
+    bool exchange_timed_out = false; // the deadline passed while writing or reading: the socket was closed
     clock::time_point deadline{}, connect_deadline{};
     std::chrono::system_clock::time_point sent_at{};
     std::chrono::milliseconds attempt_timeout;
 
+    // While true, the op is inside `client::async_request`: a completion then must be posted.
+    bool initiating = false;
+
     template <class Handler>
     void start(Handler&& h) {
+        initiating = true;
+        begin(std::forward<Handler>(h));
+        initiating = false;
+    }
+
+    template <class Handler>
+    void begin(Handler&& h) {
         slot = asio::get_associated_cancellation_slot(h);
         handler.emplace(std::forward<Handler>(h));
         auto const now = clock::now();
@@ -225,11 +239,16 @@ struct request_op : std::enable_shared_from_this<request_op> {
     // ---- exchange ------------------------------------------------------------
     void send() {
         ph = phase::writing;
-        conn->tcp().expires_at(deadline);
+        conn->tcp().expires_never(); // the exchange's deadline is this op's timer
+        arm_timer(deadline);
         sent_at = std::chrono::system_clock::now();
-        conn->with_stream([&](auto& s) {
-            bhttp::async_write(s, req, [self = shared_from_this()](error_code e, std::size_t) { self->on_write(e); });
-        });
+        auto on_sent = [self = shared_from_this()](error_code e, std::size_t) { self->on_write(e); };
+        if (!writes_in_one_piece(req)) {
+            conn->with_stream([&](auto& s) { bhttp::async_write(s, req, std::move(on_sent)); });
+            return;
+        }
+        write_request_bytes(req, conn->out);
+        conn->with_stream([&](auto& s) { asio::async_write(s, asio::buffer(conn->out), std::move(on_sent)); });
     }
 
     std::string via() const { return info.reused_connection ? " (on a reused connection)" : ""; }
@@ -239,7 +258,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         if (cancelled)
             return finish(asio::error::operation_aborted,
                           "cancelled while sending the request to " + key + "; it was not completely sent");
-        if (ec == beast::error::timeout)
+        if (exchange_timed_out && ec)
             return finish(errc::timeout, "sending the request to " + key + " timed out (" + attempt_limit() +
                                              "); it was not completely sent");
         if (ec) return finish(ec, "sending the request to " + key + " failed" + via() + ": " + ec.message());
@@ -266,7 +285,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         if (cancelled)
             return finish(asio::error::operation_aborted,
                           "cancelled while waiting for the response from " + key + unknown);
-        if (ec == beast::error::timeout)
+        if (exchange_timed_out && (ec || !parser->is_done()))
             return finish(errc::timeout,
                           "no complete response from " + key + " in time (" + attempt_limit() + ")" + unknown);
         if (ec == bhttp::error::body_limit)
@@ -293,7 +312,8 @@ struct request_op : std::enable_shared_from_this<request_op> {
 
         info.response_received = true;
         note_date(parser->get());
-        bool const reusable = parser->keep_alive() && req.keep_alive() && conn->buffer.size() == 0;
+        bool const reusable =
+            !exchange_timed_out && parser->keep_alive() && req.keep_alive() && conn->buffer.size() == 0;
         complete(error_code{}, parser->release(), reusable);
     }
 
@@ -344,6 +364,10 @@ struct request_op : std::enable_shared_from_this<request_op> {
             resolve_timed_out = true;
             resolver->cancel();
         }
+        if ((ph == phase::writing || ph == phase::reading) && !cancelled) {
+            exchange_timed_out = true;
+            conn->tcp().close(); // the pending write or read completes with an error and sees the flag
+        }
     }
 
     // ---- completion ----------------------------------------------------------
@@ -368,8 +392,13 @@ struct request_op : std::enable_shared_from_this<request_op> {
         if (out != nullptr) *out = info;
         handler_type h(std::move(*handler));
         handler.reset();
-        // Never inline: the handler runs later, through its associated executor.
-        baton::detail::post_completion(st->ex, std::move(h), ec, std::move(res));
+        // Never inline: from within async_request the handler is posted. Every other path gets
+        // here from a completion of its own (a socket's, the timer's, a posted cancellation), so
+        // the handler may run now, through its associated executor: one hop less per request.
+        if (initiating)
+            baton::detail::post_completion(st->ex, std::move(h), ec, std::move(res));
+        else
+            baton::detail::dispatch_completion(st->ex, std::move(h), ec, std::move(res));
     }
 };
 
