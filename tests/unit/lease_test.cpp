@@ -2058,3 +2058,84 @@ TEST_CASE("without yielding (yield_after = max()) the releaser keeps the lease: 
 }
 
 } // TEST_SUITE
+
+namespace {
+// Answers every request at once, inside the call, with `answer_with`: a backend that breaks the
+// rule that completions come later. The lease must still never complete inside its own call.
+struct inline_answering_backend {
+    using executor_type = asio::any_io_executor;
+    executor_type ex;
+    error_code answer_with;
+    executor_type get_executor() const { return ex; }
+    template <class H>
+    void async_get(std::string, H&& h) { std::forward<H>(h)(answer_with, baton::get_result{}); }
+    template <class H>
+    void async_put(std::string, std::string, baton::precondition, H&& h) { std::forward<H>(h)(answer_with, baton::put_result{}); }
+    template <class H>
+    void async_erase(std::string, baton::precondition, H&& h) { std::forward<H>(h)(answer_with, baton::erase_result{}); }
+    template <class H>
+    void async_list(std::string, std::string, std::size_t, H&& h) { std::forward<H>(h)(answer_with, baton::list_page{}); }
+    template <class H>
+    void async_probe(H&& h) { std::forward<H>(h)(answer_with, baton::capabilities{}); }
+};
+} // namespace
+
+TEST_CASE("on a real io_context an answer's completion runs without a hop, yet never inside an initiating call") {
+    // The lease hands an acquisition or release that a backend's answer completes to its handler
+    // by dispatch. Each handler here starts the next operation and checks that its handler has
+    // not run by the time the call returns: the chain acquire -> release -> acquire ... never nests.
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    baton::basic_lease<baton::memory_backend> a(ioc.get_executor(), store, options("a", 34));
+    int cycles = 0, inline_calls = 0, depth = 0, max_depth = 0;
+    std::function<void()> next_acquire;
+    // Each call gets a flag that is true until the call returns; a handler that sees it true ran inside.
+    auto release = [&] {
+        auto inside = std::make_shared<bool>(true);
+        a.async_release([&, inside](error_code ec) {
+            if (*inside) ++inline_calls;
+            REQUIRE_FALSE(ec);
+            CHECK(a.state() == lease_state::released);
+            if (++cycles < 20) next_acquire();
+        });
+        *inside = false;
+    };
+    next_acquire = [&] {
+        auto inside = std::make_shared<bool>(true);
+        a.async_acquire([&, inside](error_code ec, baton::lease_grant g) {
+            if (*inside) ++inline_calls;
+            REQUIRE_FALSE(ec);
+            CHECK(g.fencing_token == static_cast<std::uint64_t>(cycles + 1));
+            CHECK(a.is_held());
+            max_depth = std::max(max_depth, ++depth);
+            release();
+            --depth;
+        });
+        *inside = false;
+    };
+    next_acquire();
+    ioc.run();
+    CHECK(cycles == 20);
+    CHECK(inline_calls == 0);
+    CHECK(max_depth == 1);
+    CHECK(a.state() == lease_state::released);
+}
+
+TEST_CASE("a backend that answers inside the call still never has the lease complete inside its own call") {
+    asio::io_context ioc;
+    inline_answering_backend store{ioc.get_executor(), error_code(errc::invalid_argument)};
+    baton::basic_lease<inline_answering_backend> a(ioc.get_executor(), store, options("a", 35));
+    bool done = false, returned = false, inside = false;
+    // Started from a handler: inside io_context::run, where a dispatch would run at once.
+    asio::post(ioc, [&] {
+        a.async_try_acquire([&](error_code ec, baton::lease_grant) {
+            done = true;
+            inside = !returned;
+            CHECK(ec == errc::invalid_argument);
+        });
+        returned = true;
+    });
+    ioc.run();
+    CHECK(done);
+    CHECK_FALSE(inside);
+}

@@ -441,8 +441,43 @@ private:
 
         template <class F>
         auto bound(F&& f) {
-            return boost::asio::bind_executor(ex(), std::forward<F>(f));
+            return boost::asio::bind_executor(ex(), answer_scope<std::decay_t<F>>{this, std::forward<F>(f)});
         }
+
+        // A backend's answer: it never runs inside one of our initiating functions (backends
+        // complete later), so an operation it completes may hand its handler over by dispatch,
+        // saving a hop. `f` holds a reference on the lease, and is called as an lvalue so that
+        // the reference lives until `answering` is cleared.
+        template <class F>
+        struct answer_scope {
+            impl* self;
+            F f;
+            template <class... A>
+            void operator()(A&&... args) {
+                self->answering = true;
+                f(std::forward<A>(args)...);
+                self->answering = false;
+            }
+        };
+        bool answering = false;  // inside a backend's answer (answer_scope); cleared before any handler runs
+        bool initiating = false; // inside start_acquire or start_release (a backend that broke its
+                                 // never-inline rule would otherwise have us complete inline)
+
+        // True once per answer: the first completion it makes may be dispatched. Cleared first, so
+        // that whatever the handler then calls (close(), another operation) posts as usual.
+        bool may_dispatch() noexcept { return std::exchange(answering, false) && !initiating; }
+
+        // Marks an initiating function's extent; what completes inside it is posted.
+        struct initiation {
+            explicit initiation(impl& i) noexcept : self(i), outer(std::exchange(i.initiating, true)) {
+                self.answering = false; // called from user code inside an answer (an observer, say)
+            }
+            ~initiation() { self.initiating = outer; }
+            initiation(initiation const&) = delete;
+            initiation& operator=(initiation const&) = delete;
+            impl& self;
+            bool outer;
+        };
 
         template <class Handler, class... Args>
         void post_completion(Handler&& h, Args&&... args) {
@@ -505,6 +540,7 @@ private:
         // Not a template: the caller's handler arrives type-erased, so this and all it calls
         // are compiled once per lease type, not once per handler.
         void start_acquire(boost::asio::any_completion_handler<void(error_code, lease_grant)> h, acquire_options o) {
+            initiation scope(*this);
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted), lease_grant{});
             if (acquire_op.busy() || release_op.busy())
                 return post_completion(std::move(h), error_code(errc::operation_in_progress), lease_grant{});
@@ -721,7 +757,7 @@ private:
                 }
                 start_renewal();
             }
-            acquire_op.complete(ex(), ec, g);
+            acquire_op.complete_from(ex(), may_dispatch(), ec, g);
         }
 
         // ---- renew ---------------------------------------------------------
@@ -835,6 +871,7 @@ private:
 
         // ---- release -------------------------------------------------------
         void start_release(boost::asio::any_completion_handler<void(error_code)> h) {
+            initiation scope(*this);
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
             if (release_op.busy() || acquire_op.busy())
                 return post_completion(std::move(h), error_code(errc::operation_in_progress));
@@ -897,7 +934,7 @@ private:
                 e.ec = ec;
                 detail::observe(observer, e);
             }
-            release_op.complete(ex(), ec);
+            release_op.complete_from(ex(), may_dispatch(), ec);
         }
 
         // ---- waiters and inspection ----------------------------------------

@@ -78,6 +78,17 @@ public:
         post_completion(ex, take(), std::forward<A>(args)...);
     }
 
+    /// The same, but by dispatch when `from_answer`: only when the caller runs from an answer that
+    /// was itself delivered later (a backend's completion), never inside an initiating function.
+    template <class... A>
+    void complete_from(boost::asio::any_io_executor const& ex, bool from_answer, A&&... args) {
+        if (!busy_) return;
+        if (from_answer)
+            dispatch_completion(ex, take(), std::forward<A>(args)...);
+        else
+            post_completion(ex, take(), std::forward<A>(args)...);
+    }
+
     /// Ends the operation and hands its handler to the caller (disconnected from cancellation).
     handler_type take() {
         busy_ = false;
