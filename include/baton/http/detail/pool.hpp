@@ -51,6 +51,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -87,7 +88,7 @@ struct connection {
     std::optional<beast::tcp_stream> plain;
     std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
     beast::flat_buffer buffer;
-    std::string out; // the request being sent (request_bytes.hpp), its capacity kept for the next
+    std::string out; // the head of the request being sent (request_bytes.hpp), its capacity kept for the next
     std::chrono::steady_clock::time_point idle_since{};
 
     beast::tcp_stream& tcp() noexcept { return tls ? tls->next_layer() : *plain; }

@@ -2,11 +2,12 @@
 #ifndef BATON_HTTP_DETAIL_REQUEST_BYTES_HPP
 #define BATON_HTTP_DETAIL_REQUEST_BYTES_HPP
 
-// Layer: wire (http), internal. A request as the bytes Beast's serializer would send, written
-// into one reused string so that the connection sends it with one write: the serializer's
-// composed operation costs more than the request (issue 15's profile), and the string keeps
-// its capacity from one request to the next. Only requests with a known length: a chunked one
-// goes through Beast's serializer, which frames the chunks.
+// Layer: wire (http), internal. A request's head as the bytes Beast's serializer would send,
+// written into one reused string, so that the connection sends head and body with one gathered
+// write: the serializer's composed operation costs more than the request (issue 15's profile),
+// the string keeps its capacity from one request to the next, and the body is not copied. Only
+// requests with a known length: a chunked one goes through Beast's serializer, which frames the
+// chunks.
 
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -16,13 +17,13 @@
 #ifndef BATON_DOXYGEN
 namespace baton::http::detail {
 
-/// True when `write_request_bytes` writes `req` as Beast would (no chunked framing to add).
+/// True when `write_request_head` and the body, sent as they are, make what Beast would send (no chunked framing).
 inline bool writes_in_one_piece(boost::beast::http::request<boost::beast::http::string_body> const& req) {
     return !req.chunked();
 }
 
-/// Replaces `out` with the start line, the fields in their order, the blank line and the body.
-inline void write_request_bytes(boost::beast::http::request<boost::beast::http::string_body> const& req,
+/// Replaces `out` with the start line, the fields in their order and the blank line; the body follows as it is.
+inline void write_request_head(boost::beast::http::request<boost::beast::http::string_body> const& req,
                                 std::string& out) {
     out.clear();
     auto const method = req.method_string();
@@ -43,7 +44,6 @@ inline void write_request_bytes(boost::beast::http::request<boost::beast::http::
         out.append("\r\n", 2);
     }
     out.append("\r\n", 2);
-    out.append(req.body());
 }
 
 } // namespace baton::http::detail

@@ -247,8 +247,9 @@ struct request_op : std::enable_shared_from_this<request_op> {
             conn->with_stream([&](auto& s) { bhttp::async_write(s, req, std::move(on_sent)); });
             return;
         }
-        write_request_bytes(req, conn->out);
-        conn->with_stream([&](auto& s) { asio::async_write(s, asio::buffer(conn->out), std::move(on_sent)); });
+        write_request_head(req, conn->out);
+        std::array<asio::const_buffer, 2> const bytes{asio::buffer(conn->out), asio::buffer(req.body())};
+        conn->with_stream([&](auto& s) { asio::async_write(s, bytes, std::move(on_sent)); });
     }
 
     std::string via() const { return info.reused_connection ? " (on a reused connection)" : ""; }
