@@ -32,6 +32,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -767,6 +768,29 @@ TEST_CASE("a request the server never reads times out unsent, with one deadline 
     CHECK(took >= 290ms);
     CHECK(took < 5s);
     CHECK(c.idle_connections() == 0);
+}
+
+TEST_CASE("a write that completed after a cancellation closed its socket still counts as sent") {
+    // The interleaving: a cancellation is posted; before it runs, the request is handed a
+    // connection and written at once (Asio writes speculatively), its completion queued behind
+    // the cancellation, which closes the socket. The write had sent everything: the outcome is
+    // unknown, never "not sent" (a caller would resend a write that may have been applied).
+    net::io_context ioc;
+    auto st = std::make_shared<bh::detail::client_state>(ioc.get_executor(), bh::client_options{});
+    bh::request_info info;
+    auto op = std::make_shared<bh::detail::request_op>(st, bh::endpoint{bh::scheme::http, "127.0.0.1", 9}, get(),
+                                                       bh::request_options{}, &info);
+    std::optional<error_code> got;
+    op->handler.emplace([&](error_code ec, bh::response) { got = ec; });
+    op->ph = bh::detail::request_op::phase::writing;
+    op->cancelled = true;       // on_cancel ran first and closed the socket
+    op->on_write(error_code{}); // then the write's completion: everything was written
+    ioc.run();
+    REQUIRE(got.has_value());
+    CHECK(*got == net::error::operation_aborted);
+    CHECK(info.request_sent);
+    CHECK(info.outcome_unknown());
+    CHECK(contains(info.diag.message, "outcome is unknown"));
 }
 
 TEST_CASE("a request is sent as the very bytes Beast's serializer writes") {

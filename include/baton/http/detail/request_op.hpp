@@ -256,14 +256,19 @@ struct request_op : std::enable_shared_from_this<request_op> {
 
     void on_write(error_code ec) {
         if (ph == phase::done) return;
+        // A write that completed sent everything, even when a cancellation or the deadline closed
+        // the socket after it (its completion was queued behind theirs): the outcome is unknown.
+        if (!ec) info.request_sent = true;
         if (cancelled)
             return finish(asio::error::operation_aborted,
-                          "cancelled while sending the request to " + key + "; it was not completely sent");
+                          info.request_sent ? "cancelled after the request was sent to " + key +
+                                                  "; the request was sent, so its outcome is unknown"
+                                            : "cancelled while sending the request to " + key +
+                                                  "; it was not completely sent");
         if (exchange_timed_out && ec)
             return finish(errc::timeout, "sending the request to " + key + " timed out (" + attempt_limit() +
                                              "); it was not completely sent");
         if (ec) return finish(ec, "sending the request to " + key + " failed" + via() + ": " + ec.message());
-        info.request_sent = true;
         receive();
     }
 
