@@ -454,9 +454,12 @@ private:
             F f;
             template <class... A>
             void operator()(A&&... args) {
+                struct end_of_answer {
+                    impl* self;
+                    ~end_of_answer() { self->answering = false; } // also when an observer throws
+                } const scope{self};
                 self->answering = true;
                 f(std::forward<A>(args)...);
-                self->answering = false;
             }
         };
         bool answering = false;  // inside a backend's answer (answer_scope); cleared before any handler runs
