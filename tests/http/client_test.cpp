@@ -11,6 +11,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -36,6 +37,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace net = boost::asio;
@@ -94,12 +96,14 @@ template <class Stream>
 net::awaitable<void> exchange(std::shared_ptr<server_state> st, Stream& s, int conn) {
     boost::beast::flat_buffer buf;
     for (;;) {
-        server_request req;
-        auto [ec, n] = co_await bhttp::async_read(s, buf, req, net::as_tuple(net::use_awaitable));
+        bhttp::request_parser<bhttp::string_body> parser;
+        parser.body_limit(64 << 20);
+        auto [ec, n] = co_await bhttp::async_read(s, buf, parser, net::as_tuple(net::use_awaitable));
         if (ec) {
             ++st->peer_closed;
             co_return;
         }
+        server_request req = parser.release();
         ++st->requests;
         st->seen.push_back(req);
         reply r = st->behave(req, conn);
@@ -768,6 +772,71 @@ TEST_CASE("a request the server never reads times out unsent, with one deadline 
     CHECK(took >= 290ms);
     CHECK(took < 5s);
     CHECK(c.idle_connections() == 0);
+}
+
+TEST_CASE("a request started from the last one's handler keeps its own deadline") {
+    // The first request's deadline leaves the shared timer queue only after its handler ran,
+    // so the queue's timer is still armed at that earlier deadline when it fires: it must find
+    // the second request not yet due, wait again, and end it at its own deadline.
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) { return r.target() == "/second" ? with_kind(reply::hang) : ok(); });
+    bh::client_options opts;
+    opts.attempt_timeout = 300ms;
+    bh::client c(ioc.get_executor(), opts);
+    std::shared_ptr<outcome> second;
+    std::chrono::steady_clock::time_point second_started{};
+    auto first = std::make_shared<outcome>();
+    bh::request_info first_info;
+    c.async_request(srv.ep(), get("/first"), {}, first_info, [&](error_code ec, bh::response) {
+        first->ec = ec;
+        first->done = true;
+        if (ec) return;
+        second_started = std::chrono::steady_clock::now();
+        bh::request_options ro;
+        ro.attempt_timeout = 400ms;
+        second = start(c, srv.ep(), get("/second"), ro);
+    });
+    REQUIRE(run_until(ioc, [&] { return second && second->done; }));
+    CHECK_FALSE(first->ec);
+    auto const took = std::chrono::steady_clock::now() - second_started;
+    CHECK(second->ec == errc::timeout);
+    CHECK(second->info.outcome_unknown());
+    CHECK(contains(second->info.diag.message, "attempt timeout, 400 ms"));
+    CHECK(took >= 390ms);
+    CHECK(took < 5s);
+}
+
+TEST_CASE("a chain of requests, each started from the last one's handler, leaves no timer behind") {
+    // io_context::run returns when the chain ends, although every request had an hour left:
+    // no deadline stays queued, and the shared timer is not left waiting.
+    net::io_context server_ioc;
+    test_server srv(server_ioc, [](server_request const&, int) { return ok(); });
+    auto guard = net::make_work_guard(server_ioc);
+    std::thread server_thread([&] { server_ioc.run(); });
+    net::io_context ioc;
+    bh::client_options opts;
+    opts.attempt_timeout = 1h;
+    std::optional<bh::client> c(std::in_place, ioc.get_executor(), opts);
+    int completed = 0;
+    error_code last;
+    bh::request_info info;
+    std::function<void()> next = [&] {
+        c->async_request(srv.ep(), get(), {}, info, [&](error_code ec, bh::response) {
+            ++completed;
+            last = ec;
+            if (!ec && completed < 20) next();
+        });
+    };
+    next();
+    ioc.run_for(20s);
+    bool const returned_by_itself = ioc.stopped();
+    c.reset(); // the client's idle connection closes
+    guard.reset();
+    server_ioc.stop();
+    server_thread.join();
+    CHECK_FALSE(last);
+    CHECK(completed == 20);
+    CHECK(returned_by_itself);
 }
 
 TEST_CASE("a write that completed after a cancellation closed its socket still counts as sent") {

@@ -7,6 +7,7 @@
 
 #include <baton/http/options.hpp>
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/timer_queue.hpp>
 #include <baton/core/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -23,8 +24,8 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -139,12 +140,13 @@ struct request_op;
 struct pool {
     std::vector<std::unique_ptr<connection>> idle; // back: most recently used
     std::size_t in_use = 0;                        // checked out, or being opened
-    std::list<std::weak_ptr<request_op>> waiting;  // FIFO; the op's timer keeps it alive
+    std::list<std::weak_ptr<request_op>> waiting;  // FIFO; the op's queue timer keeps it alive
 };
 
 struct client_state {
     client_state(asio::any_io_executor e, client_options o)
-        : ex(std::move(e)), opts(std::move(o)), tls_ctx(asio::ssl::context::tls_client) {
+        : ex(std::move(e)), opts(std::move(o)), tls_ctx(asio::ssl::context::tls_client),
+          deadlines(baton::detail::timer_queues<std::chrono::steady_clock>::of(ex)) {
         opts.validate();
         SSL_CTX_set_min_proto_version(tls_ctx.native_handle(), TLS1_2_VERSION);
         if (opts.insecure_skip_verify) {
@@ -206,6 +208,8 @@ struct client_state {
     asio::any_io_executor ex;
     client_options opts;
     asio::ssl::context tls_ctx;
+    // Resolve and exchange deadlines of every op, on the timer the executor's leases share.
+    std::shared_ptr<baton::detail::timer_queue<std::chrono::steady_clock>> deadlines;
     std::unordered_map<std::string, pool> pools;
     std::vector<std::string> warnings;
     std::atomic<std::int64_t> skew{0}; // system_clock::duration ticks

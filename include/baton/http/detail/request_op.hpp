@@ -4,9 +4,13 @@
 
 // Layer: wire (http), internal. One request from start to answer: a pooled or
 // new connection, TLS handshake, write, read, per-attempt timeouts, and what the
-// caller learns about the request's fate. The exchange on a connection has one timer, armed
-// once at the attempt's deadline, not one per socket operation (Beast's stream timeouts re-arm
-// the reactor's timer on every read and write).
+// caller learns about the request's fate. The exchange on a connection has one deadline, armed
+// once for the write and the read together (Beast's stream timeouts re-arm the reactor's timer
+// around every socket operation), and it is an entry in the timer queue the executor's leases
+// share (core/detail/timer_queue.hpp), not a timer of its own. An op leaves that queue after its
+// handler was handed over: a handler that starts the next request at once queues that one's
+// deadline first, so the queue's timer, already armed no later, is neither re-armed nor
+// cancelled, and a chain of requests costs no timer system call and no cancelled wait.
 
 #include <baton/http/detail/pool.hpp>
 #include <baton/http/detail/request_bytes.hpp>
@@ -20,11 +24,23 @@ namespace baton::http::detail {
 struct request_op : std::enable_shared_from_this<request_op> {
     using handler_type = asio::any_completion_handler<void(error_code, response)>;
     using clock = std::chrono::steady_clock;
+    using deadline_queue = baton::detail::timer_queue<clock>;
     enum class phase { start, queued, resolving, connecting, handshaking, writing, reading, done };
 
     request_op(std::shared_ptr<client_state> s, endpoint e, request r, request_options const& ro, request_info* o)
-        : st(std::move(s)), ep(std::move(e)), key(ep.origin()), req(std::move(r)), out(o), timer(st->ex),
-          attempt_timeout(ro.attempt_timeout.value_or(st->opts.attempt_timeout)) {}
+        : st(std::move(s)), ep(std::move(e)), key(ep.origin()), req(std::move(r)), out(o),
+          attempt_timeout(ro.attempt_timeout.value_or(st->opts.attempt_timeout)) {
+        deadline_entry.owner = this;
+        deadline_entry.lock = [](void* op) -> std::shared_ptr<void> {
+            return static_cast<request_op*>(op)->weak_from_this().lock();
+        };
+        deadline_entry.fire = [](void* op, clock::time_point) { static_cast<request_op*>(op)->on_timer(); };
+    }
+
+    ~request_op() { st->deadlines->remove(deadline_entry); }
+
+    request_op(request_op const&) = delete;
+    request_op& operator=(request_op const&) = delete;
 
     std::shared_ptr<client_state> st;
     endpoint ep;
@@ -34,7 +50,8 @@ struct request_op : std::enable_shared_from_this<request_op> {
     request_info info;
     std::optional<handler_type> handler; // emplaced, never move-assigned (Boost 1.81)
     asio::cancellation_slot slot;
-    asio::steady_timer timer;
+    deadline_queue::entry deadline_entry; // resolving, writing, reading: the op's deadline in the shared queue
+    std::optional<asio::steady_timer> queue_timer; // waiting for a connection: its pending wait keeps the op alive
     std::optional<tcp::resolver> resolver;
     std::unique_ptr<connection> conn;
     std::optional<bhttp::response_parser<bhttp::string_body>> parser;
@@ -87,12 +104,10 @@ struct request_op : std::enable_shared_from_this<request_op> {
     static std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
     std::string attempt_limit() const { return "attempt timeout, " + ms(attempt_timeout); }
 
-    void arm_timer(clock::time_point when) {
-        timer.expires_at(when);
-        timer.async_wait([self = shared_from_this()](error_code ec) {
-            if (!ec) self->on_timer();
-        });
-    }
+    // Runs on_timer at `when`, unless disarmed first (the socket and resolver operations then
+    // pending hold the op; the queue only finds it through a weak reference).
+    void arm_timer(clock::time_point when) { st->deadlines->schedule(deadline_entry, when, when); }
+    void disarm_timer() { st->deadlines->remove(deadline_entry); }
 
     // ---- pool ----------------------------------------------------------------
     void acquire() {
@@ -116,7 +131,11 @@ struct request_op : std::enable_shared_from_this<request_op> {
         }
         ph = phase::queued;
         p.waiting.push_back(weak_from_this());
-        arm_timer(deadline);
+        queue_timer.emplace(st->ex);
+        queue_timer->expires_at(deadline);
+        queue_timer->async_wait([self = shared_from_this()](error_code ec) {
+            if (!ec) self->on_timer();
+        });
     }
 
     void leave_queue() {
@@ -130,7 +149,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
     // Another op hands over its place in the pool: a live connection, or room to open one.
     void adopt(std::unique_ptr<connection> c) {
         holds_place = true;
-        timer.cancel();
+        queue_timer->cancel();
         if (c) {
             conn = std::move(c);
             info.reused_connection = true;
@@ -169,7 +188,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
 
     void on_resolve(error_code ec, tcp::resolver::results_type results) {
         if (ph == phase::done) return;
-        timer.cancel();
+        disarm_timer();
         if (cancelled) return finish(asio::error::operation_aborted, "cancelled while resolving " + ep.host);
         if (resolve_timed_out)
             return finish(errc::timeout, "resolving " + ep.host + " timed out (" + connect_limit() + ")");
@@ -239,17 +258,19 @@ struct request_op : std::enable_shared_from_this<request_op> {
     // ---- exchange ------------------------------------------------------------
     void send() {
         ph = phase::writing;
-        conn->tcp().expires_never(); // the exchange's deadline is this op's timer
+        conn->tcp().expires_never(); // the exchange's deadline is this op's entry in the queue
         arm_timer(deadline);
         sent_at = std::chrono::system_clock::now();
-        auto on_sent = [self = shared_from_this()](error_code e, std::size_t) { self->on_write(e); };
+        auto on_sent = [this] {
+            return [self = shared_from_this()](error_code e, std::size_t) { self->on_write(e); };
+        };
         if (!writes_in_one_piece(req)) {
-            conn->with_stream([&](auto& s) { bhttp::async_write(s, req, std::move(on_sent)); });
+            conn->with_stream([&](auto& s) { bhttp::async_write(s, req, on_sent()); });
             return;
         }
         write_request_head(req, conn->out);
         std::array<asio::const_buffer, 2> const bytes{asio::buffer(conn->out), asio::buffer(req.body())};
-        conn->with_stream([&](auto& s) { asio::async_write(s, bytes, std::move(on_sent)); });
+        conn->with_stream([&](auto& s) { asio::async_write(s, bytes, on_sent()); });
     }
 
     std::string via() const { return info.reused_connection ? " (on a reused connection)" : ""; }
@@ -386,7 +407,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
     void complete(error_code ec, response res, bool reusable) {
         if (ph == phase::done) return;
         ph = phase::done;
-        timer.cancel();
+        if (queue_timer) queue_timer->cancel();
         if (resolver) resolver->cancel();
         if (slot.is_connected()) slot.clear();
         if (holds_place) {
@@ -401,10 +422,16 @@ struct request_op : std::enable_shared_from_this<request_op> {
         // Never inline: from within async_request the handler is posted. Every other path gets
         // here from a completion of its own (a socket's, the timer's, a posted cancellation), so
         // the handler may run now, through its associated executor: one hop less per request.
-        if (initiating)
-            baton::detail::post_completion(st->ex, std::move(h), ec, std::move(res));
-        else
-            baton::detail::dispatch_completion(st->ex, std::move(h), ec, std::move(res));
+        if (initiating) {
+            disarm_timer();
+            return baton::detail::post_completion(st->ex, std::move(h), ec, std::move(res));
+        }
+        // The deadline leaves the queue once the handler has run or been queued, also when it throws.
+        struct disarm_on_exit {
+            request_op& op;
+            ~disarm_on_exit() { op.disarm_timer(); }
+        } const disarm{*this};
+        baton::detail::dispatch_completion(st->ex, std::move(h), ec, std::move(res));
     }
 };
 
