@@ -839,6 +839,26 @@ TEST_CASE("a chain of requests, each started from the last one's handler, leaves
     CHECK(returned_by_itself);
 }
 
+TEST_CASE("a body larger than the socket takes at once arrives whole, in order") {
+    // The client writes a plain request at once when the socket takes it; 16 MiB does not fit,
+    // so the rest goes out asynchronously from where the first write stopped.
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const& r, int) {
+        return ok(std::to_string(r.body().size()) + " " + std::to_string(std::hash<std::string>{}(r.body())));
+    });
+    bh::client c(ioc.get_executor());
+    for (std::size_t size : {std::size_t{16} << 20, std::size_t{1000}}) {
+        bh::request put{bhttp::verb::put, "/big", 11};
+        put.body().resize(size);
+        for (std::size_t i = 0; i < size; ++i) put.body()[i] = static_cast<char>('a' + (i * 7919) % 26);
+        std::string const expected = std::to_string(size) + " " + std::to_string(std::hash<std::string>{}(put.body()));
+        auto o = fetch(ioc, c, srv.ep(), std::move(put));
+        REQUIRE_FALSE(o.ec);
+        CHECK(o.res.body() == expected);
+    }
+    CHECK(c.connections_opened() == 1);
+}
+
 TEST_CASE("a write that completed after a cancellation closed its socket still counts as sent") {
     // The interleaving: a cancellation is posted; before it runs, the request is handed a
     // connection and written at once (Asio writes speculatively), its completion queued behind
