@@ -882,6 +882,59 @@ TEST_CASE("a write that completed after a cancellation closed its socket still c
     CHECK(contains(info.diag.message, "outcome is unknown"));
 }
 
+TEST_CASE("a queued request handed a connection never completes inside the completion that handed it over") {
+    // Request X's response arrives and X gives its connection back; W, queued at the pool cap,
+    // adopts it. The server has reset that connection, so W's write fails at once. W's handler
+    // must not run inside X's completion: on a strand, a throw there would leave X's handler
+    // never called, and X's request_info never filled in.
+    net::io_context ioc;
+    bh::client_options o;
+    o.max_connections_per_endpoint = 1;
+    auto st = std::make_shared<bh::detail::client_state>(ioc.get_executor(), o);
+    tcp::acceptor acc(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    tcp::socket client_side(ioc);
+    client_side.connect(acc.local_endpoint());
+    tcp::socket server_side = acc.accept();
+    server_side.set_option(net::socket_base::linger(true, 0));
+    server_side.close(); // a reset, not a polite close
+    bh::endpoint const ep{bh::scheme::http, "127.0.0.1", acc.local_endpoint().port()};
+    auto conn = std::make_unique<bh::detail::connection>(ioc.get_executor(), nullptr);
+    conn->plain->socket() = std::move(client_side);
+    conn->plain->socket().non_blocking(true);
+
+    bh::request put{bhttp::verb::put, "/w", 11};
+    put.body() = "x";
+    put.prepare_payload();
+    bh::request_info w_info, x_info;
+    auto w = std::make_shared<bh::detail::request_op>(st, ep, put, bh::request_options{}, &w_info);
+    std::optional<error_code> w_ec;
+    bool x_ran = false, w_ran_inside_x = false;
+    w->handler.emplace([&](error_code ec, bh::response) { w_ec = ec; });
+    w->deadline = std::chrono::steady_clock::now() + 10s;
+    w->ph = bh::detail::request_op::phase::queued;
+    w->queue_timer.emplace(ioc);
+    st->pools[ep.origin()].in_use = 1;
+    st->pools[ep.origin()].waiting.push_back(w);
+
+    auto x = std::make_shared<bh::detail::request_op>(st, ep, put, bh::request_options{}, &x_info);
+    x->handler.emplace([&](error_code, bh::response) { x_ran = true; });
+    x->ph = bh::detail::request_op::phase::reading;
+    x->holds_place = true;
+    x->conn = std::move(conn);
+    x->info.request_sent = x->info.response_received = true;
+    net::post(ioc, [&, x] { // as on_read does when a response arrived
+        x->complete(error_code{}, bh::response{}, true);
+        w_ran_inside_x = w_ec.has_value();
+    });
+    x.reset();
+    REQUIRE(run_until(ioc, [&] { return w_ec.has_value(); }));
+    CHECK_FALSE(w_ran_inside_x);
+    CHECK(x_ran);
+    CHECK(x_info.response_received);
+    CHECK(*w_ec); // the reset connection: an error, never a response
+    CHECK(w_info.reused_connection);
+}
+
 TEST_CASE("a request is sent as the very bytes Beast's serializer writes") {
     // The client writes requests itself, in one piece; any difference from Beast's serializer
     // would be a different request. Random methods, targets, field orders, versions and bodies.

@@ -178,12 +178,16 @@ private:
                 entry* const e = heap_.front();
                 std::shared_ptr<void> keep = e->lock(e->owner);
                 if (keep) {
-                    try {
-                        batch.push_back(due{std::move(keep), e});
-                    } catch (...) { // out of memory: `e` stays queued, and runs at the next wake-up
-                        spare = std::move(keep);
-                        break;
+                    // Room first, then the move: a reference must never die under the mutex.
+                    if (batch.size() == batch.capacity()) {
+                        try {
+                            batch.reserve(batch.empty() ? 8 : 2 * batch.size());
+                        } catch (...) { // out of memory: `e` stays queued, and runs at the next wake-up
+                            spare = std::move(keep);
+                            break;
+                        }
                     }
+                    batch.push_back(due{std::move(keep), e}); // cannot throw: there is room
                 }
                 erase_at(0);
             }

@@ -125,11 +125,12 @@ struct connection {
         }
 #else
         error_code ec;
+        bool const was_non_blocking = sock.non_blocking(); // plain connections stay so (request_op::send)
         sock.non_blocking(true, ec);
         if (ec) return false;
         sock.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
         error_code ignored;
-        sock.non_blocking(false, ignored);
+        if (!was_non_blocking) sock.non_blocking(false, ignored);
         return ec == asio::error::would_block;
 #endif
     }

@@ -146,15 +146,26 @@ struct request_op : std::enable_shared_from_this<request_op> {
         });
     }
 
-    // Another op hands over its place in the pool: a live connection, or room to open one.
+    // Another op hands over its place in the pool: a live connection, or room to open one. This
+    // runs inside that op's completion, so the rest is posted: a write that fails at once, or a
+    // deadline found passed, completes this op, and its handler must not run inside another's.
     void adopt(std::unique_ptr<connection> c) {
         holds_place = true;
         queue_timer->cancel();
+        ph = phase::start; // neither queued nor on the wire: a cancellation now is seen when it goes on
         if (c) {
             conn = std::move(c);
             info.reused_connection = true;
-            return send();
         }
+        asio::post(st->ex, [self = shared_from_this()] { self->go_on_adopted(); });
+    }
+
+    void go_on_adopted() {
+        if (ph == phase::done) return;
+        if (cancelled)
+            return finish(asio::error::operation_aborted,
+                          "cancelled while waiting for a connection to " + key + "; the request was not sent");
+        if (conn) return send();
         open();
     }
 
@@ -259,6 +270,11 @@ struct request_op : std::enable_shared_from_this<request_op> {
 
     // ---- exchange ------------------------------------------------------------
     void send() {
+        // A queued op's expired wait may already be on its way when a connection is handed over:
+        // sending now would make the outcome unknown where "timed out, not sent" is still true.
+        if (clock::now() >= deadline)
+            return finish(errc::timeout, "no time was left to send the request to " + key + " (" + attempt_limit() +
+                                             "); the request was not sent");
         ph = phase::writing;
         conn->tcp().expires_never(); // the exchange's deadline is this op's entry in the queue
         arm_timer(deadline);
@@ -438,8 +454,10 @@ struct request_op : std::enable_shared_from_this<request_op> {
         handler_type h(std::move(*handler));
         handler.reset();
         // Never inline: from within async_request the handler is posted. Every other path gets
-        // here from a completion of its own (a socket's, the timer's, a posted cancellation), so
-        // the handler may run now, through its associated executor: one hop less per request.
+        // here from a completion of its own (a socket's, the timer's, a posted cancellation or
+        // failed write), so the handler may run now, through its associated executor: one hop
+        // less per request. (A queued op handed a place by another's completion goes on in a
+        // posted step of its own: see adopt.)
         if (initiating) {
             disarm_timer();
             return baton::detail::post_completion(st->ex, std::move(h), ec, std::move(res));
