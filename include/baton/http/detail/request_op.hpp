@@ -454,10 +454,9 @@ struct request_op : std::enable_shared_from_this<request_op> {
         handler_type h(std::move(*handler));
         handler.reset();
         // Never inline: from within async_request the handler is posted. Every other path gets
-        // here from a completion of its own (a socket's, the timer's, a posted cancellation or
-        // failed write), so the handler may run now, through its associated executor: one hop
-        // less per request. (A queued op handed a place by another's completion goes on in a
-        // posted step of its own: see adopt.)
+        // here from a completion of its own (a socket's, the timer's, a posted cancellation, the
+        // posted step of an op that adopted a connection: see adopt), so the handler may run
+        // now, through its associated executor: one hop less per request.
         if (initiating) {
             disarm_timer();
             return baton::detail::post_completion(st->ex, std::move(h), ec, std::move(res));
