@@ -644,25 +644,18 @@ private:
             took_over_ = false; // a takeover refused earlier in this acquisition is not this claim
             return take_back(now, true); // our own marker, still there (read after a failure or a wait)
         }
-        note_observed(now, r.version, b.ttl);
         if (b.released || b.owner == instance_) {
             // Released, or ours from an earlier term: nobody else can hold it
             // while this version is current. A new term gets a new token.
-            // A released record that states a turn is its writer's, released within a run of
-            // back-to-back terms: it will likely be taken straight back, and a claim now would
-            // lose that race (one refused write). Come back when the turn is over, as for a held
-            // record; at most a poll interval, so a writer that released and left costs a waiter
-            // no more than one poll. Then it is free for whoever reads it.
-            if (b.released && b.owner != instance_ && !try_once_ && yield_allowed_) {
-                if (auto const turn = turn_stated(b, now); turn > std::chrono::nanoseconds(0)) {
-                    attempt_ = 0;
-                    next_after_wait_ = read_next;
-                    return lease_action::wait(std::min<std::chrono::nanoseconds>(turn + stagger(), poll_delay_near_full()));
-                }
-            }
             attempt_ = 0;
             took_over_ = false;
             return claim(now, b.token + 1, precondition::matches(r.version), false, b.released);
+        }
+        if (!observed_ || observed_->version != r.version) {
+            if (!observed_) observed_ = std::make_unique<observation>();
+            observed_->version = r.version;
+            observed_->since = now; // the response of the first read of this version
+            observed_->ttl = b.ttl;
         }
         auto const window = takeover_window(observed_->ttl, opts_.max_clock_rate_skew);
         auto const elapsed = now - observed_->since;
@@ -687,15 +680,6 @@ private:
         return lease_action::wait(std::min<std::chrono::nanoseconds>(pause, window - elapsed));
     }
 
-    // Remembers when this version of someone else's record was first read: the takeover window
-    // and a stated turn count from then.
-    void note_observed(own_time now, std::string const& version, std::chrono::milliseconds ttl) {
-        if (observed_ && observed_->version == version) return;
-        if (!observed_) observed_ = std::make_unique<observation>();
-        observed_->version = version;
-        observed_->since = now; // the response of the first read of this version
-        observed_->ttl = ttl;
-    }
     // What is left of the turn record `b` states, from when this version was first read (the write
     // was sent before that, so the turn ends no later).
     std::chrono::nanoseconds turn_stated(lease_body const& b, own_time now) const noexcept {
@@ -751,9 +735,10 @@ private:
     // Rewrites our own record (same token, fresh nonce) under its current version.
     lease_action rewrite_own(own_time now, bool released) {
         inflight_ = attempt_record{fresh_nonce(), held_.token, now, 0, released};
-        // A released marker states what is left of the turn too: within it we will likely take it
-        // straight back, and a waiter that read it and claimed would only lose that race.
-        return lease_action::write(body(held_.token, inflight_.nonce, released, turn_left(now)),
+        // A released marker states no turn: whoever reads it may take it at once (the releaser
+        // may never come back), and a waiter that races our take-back loses one write at most.
+        return lease_action::write(body(held_.token, inflight_.nonce, released,
+                                        released ? std::chrono::nanoseconds(0) : turn_left(now)),
                                    precondition::matches(held_.version));
     }
     lease_action renew_write(own_time now) { return rewrite_own(now, false); }

@@ -6,10 +6,8 @@
 //   {"baton":"lease/1","owner":"...","token":7,"nonce":"...","state":"held","ttl_ms":20000,"turn_ms":25,"value":"..."}
 // "turn_ms" (optional, absent when 0) is advice for the waiters, never part of safety: for how long
 // after sending this write its writer will go on taking its own released record straight back
-// (lease_options::yield_after). A waiter polls again when that turn is over instead of during it,
-// and never later than a poll interval. A released record states one only when its writer is in
-// such a run (it will likely take the record straight back); once the turn is over, or when it
-// states none, a released record is free for whoever reads it.
+// (lease_options::yield_after). A waiter polls again when that turn is over instead of during it.
+// Only held records state one: a released record is free for whoever reads it.
 // The nonce is fresh on every write, so the store's version always changes
 // (an S3 ETag is the MD5 of the bytes) and a lost response can be settled by
 // reading back.
