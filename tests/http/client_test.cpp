@@ -1,6 +1,7 @@
 // baton::http::client against real TCP and TLS peers: servers that each test starts in this
 // process on 127.0.0.1 (ephemeral ports), on the same io_context as the client. Every wait is
 // bounded (run_one_for against a deadline); nothing sleeps.
+#include <test_common/fixtures.hpp>
 #include <baton/http/client.hpp>
 
 #include <doctest/doctest.h>
@@ -224,7 +225,7 @@ outcome fetch(net::io_context& ioc, bh::client& c, bh::endpoint const& ep, bh::r
     return *o;
 }
 
-bool contains(std::string const& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using test_common::contains;
 
 std::string http_date(std::chrono::system_clock::time_point tp) {
     std::time_t const t = std::chrono::system_clock::to_time_t(tp);

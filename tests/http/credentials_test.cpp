@@ -40,6 +40,9 @@
 #include <tuple>
 #include <vector>
 
+// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+namespace credentials_tests {
+
 namespace aws = baton::aws;
 namespace net = boost::asio;
 namespace bhttp = boost::beast::http;
@@ -164,8 +167,8 @@ using test_common::start_get;
 
 using test_common::test_env;
 
-struct temp_dir : test_common::temp_dir {
-    temp_dir() : test_common::temp_dir("baton-creds") {}
+struct creds_dir : test_common::temp_dir {
+    creds_dir() : test_common::temp_dir("baton-creds") {}
 };
 
 got get(net::io_context& ioc, aws::credentials_provider& p) {
@@ -213,7 +216,7 @@ std::string header(server_request const& r, std::string_view name) {
     return it == r.end() ? std::string("<none>") : std::string(it->value());
 }
 
-bool contains(std::string const& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using test_common::contains;
 
 // Decodes an application/x-www-form-urlencoded body.
 std::map<std::string, std::string> form(std::string_view body) {
@@ -306,7 +309,7 @@ TEST_SUITE("credentials over HTTP") {
 
 TEST_CASE("container: FULL_URI on loopback, the token file is read again at every fetch") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     auto const exp = std::chrono::system_clock::now() + 6h;
     responder server(ioc, [&](server_request const&) { return respond(200, creds_json("ASIACONTAINER", exp)); });
     test_env env;
@@ -402,7 +405,7 @@ TEST_CASE("container: hosts, URIs and tokens that are refused before any request
     CHECK(g.ec == errc::no_credentials);
     CHECK(g.fc.diag.message ==
           "container: AWS_CONTAINER_AUTHORIZATION_TOKEN holds line breaks or control characters");
-    temp_dir dir;
+    creds_dir dir;
     env.set("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (dir.path / "missing").string());
     g = get(ioc, p);
     CHECK(g.fc.diag.message == "container: AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE '" + (dir.path / "missing").string() +
@@ -596,7 +599,7 @@ TEST_CASE("IMDS: a 200 carrying an error document, no role, malformed answers") 
 
 TEST_CASE("web identity: the STS form, the token file read again at each refresh") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     test_clock clock;
     int issued = 0;
     responder sts(ioc, [&](server_request const&) {
@@ -661,7 +664,7 @@ TEST_CASE("web identity: the STS form, the token file read again at each refresh
 
 TEST_CASE("web identity: STS errors are classified and never echo the token") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     unsigned status = 400;
     std::string body;
     responder sts(ioc, [&](server_request const&) { return respond(status, body, "text/xml"); });
@@ -726,7 +729,7 @@ TEST_CASE("web identity: STS errors are classified and never echo the token") {
 
 TEST_CASE("web identity: configuration problems") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     test_env env;
     auto p = aws::web_identity_credentials(ioc.get_executor(), env.lookup());
     auto g = get(ioc, p);
@@ -758,7 +761,7 @@ TEST_CASE("web identity: configuration problems") {
 
 TEST_CASE("profile with role_arn and web_identity_token_file assumes the role through STS") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     responder sts(ioc, [&](server_request const&) {
         return respond(200, sts_ok("ASIAPROFILE", std::chrono::system_clock::now() + 1h), "text/xml");
     });
@@ -784,7 +787,7 @@ TEST_CASE("profile with role_arn and web_identity_token_file assumes the role th
 
 TEST_CASE("default chain: the first configured source answers, later ones are not contacted") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     auto imds_script_ptr = std::make_shared<imds_script>();
     imds_script_ptr->creds_body = creds_json("ASIAINSTANCE", std::chrono::system_clock::now() + 6h);
     responder imds_server(ioc, imds(imds_script_ptr));
@@ -832,7 +835,7 @@ TEST_CASE("default chain: the first configured source answers, later ones are no
 
 TEST_CASE("default chain: a configured source that fails stops the chain") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     auto script = std::make_shared<imds_script>();
     script->creds_body = creds_json("ASIAINSTANCE", std::chrono::system_clock::now() + 6h);
     responder imds_server(ioc, imds(script));
@@ -851,7 +854,7 @@ TEST_CASE("default chain: a configured source that fails stops the chain") {
 
 TEST_CASE("default chain: nothing anywhere gives one error naming every source and why") {
     net::io_context ioc;
-    temp_dir dir;
+    creds_dir dir;
     test_env env;
     env.set("HOME", dir.path.string());
     test_common::refused_port const dead_port;
@@ -1166,3 +1169,5 @@ TEST_CASE("S3 and DynamoDB: an expired token is re-sent once only, and never wit
         CHECK(server.requests() == 1);
     }
 }
+
+} // namespace credentials_tests

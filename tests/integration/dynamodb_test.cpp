@@ -51,7 +51,7 @@ using baton::precondition;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-bool contains(std::string const& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using test_common::contains;
 
 // ---- running the io_context with a bound ------------------------------------------
 

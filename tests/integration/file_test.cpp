@@ -39,6 +39,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+namespace file_store_tests {
+
 // The file store's aliases, without the AWS stack that <baton/baton.hpp> also compiles.
 using baton::file_election;
 using baton::file_lease;
@@ -61,19 +64,19 @@ constexpr auto poll_every = 50ms;
 constexpr double skew = 2.0;
 constexpr auto takeover_window = 3000ms; // ttl x skew
 
-struct temp_dir {
+struct root_dir {
     fs::path path;
-    temp_dir() {
+    root_dir() {
         std::string tmpl = (fs::temp_directory_path() / "baton-file-it-XXXXXX").string();
         REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
         path = tmpl;
     }
-    ~temp_dir() {
+    ~root_dir() {
         std::error_code ec;
         fs::remove_all(path, ec);
     }
-    temp_dir(temp_dir const&) = delete;
-    temp_dir& operator=(temp_dir const&) = delete;
+    root_dir(root_dir const&) = delete;
+    root_dir& operator=(root_dir const&) = delete;
 };
 
 baton::file_backend_params params_for(fs::path const& root) {
@@ -344,7 +347,7 @@ struct term {
 TEST_SUITE("file") {
 
 TEST_CASE("acquire, renew and release round trips on a directory, in real time") {
-    temp_dir dir;
+    root_dir dir;
     asio::io_context ioc;
     baton::file_backend store_a(ioc.get_executor(), lease_params(dir.path));
     baton::file_backend store_b(ioc.get_executor(), lease_params(dir.path));
@@ -416,7 +419,7 @@ TEST_CASE("acquire, renew and release round trips on a directory, in real time")
 }
 
 TEST_CASE("a holder destroyed without release is taken over after ttl x skew, not before") {
-    temp_dir dir;
+    root_dir dir;
     asio::io_context ioc;
     baton::file_backend store(ioc.get_executor(), lease_params(dir.path));
     auto const puts_before = store.counts().puts;
@@ -447,7 +450,7 @@ TEST_CASE("a holder destroyed without release is taken over after ttl x skew, no
 }
 
 TEST_CASE("a release hands the lease to a waiting contender within a poll; tokens strictly increase") {
-    temp_dir dir;
+    root_dir dir;
     asio::io_context ioc;
     baton::file_backend store(ioc.get_executor(), lease_params(dir.path));
     std::uint64_t last_token = 0;
@@ -481,7 +484,7 @@ TEST_CASE("a release hands the lease to a waiting contender within a poll; token
 }
 
 TEST_CASE("an election on a directory: one leader, observed by the others, handed over on resignation") {
-    temp_dir dir;
+    root_dir dir;
     asio::io_context ioc;
     baton::file_backend store(ioc.get_executor(), lease_params(dir.path));
     file_election x(ioc.get_executor(), store, options("x"));
@@ -513,7 +516,7 @@ TEST_CASE("an election on a directory: one leader, observed by the others, hande
 
 TEST_CASE("8 processes racing for one lease: one holder per term, tokens increase, terms never overlap" *
           doctest::test_suite("concurrency")) {
-    temp_dir dir;
+    root_dir dir;
     fs::path const store_dir = dir.path / "store";
     fs::path const log = dir.path / "holders.log";
     { std::ofstream(log).flush(); }
@@ -613,7 +616,7 @@ TEST_CASE("8 processes racing for one lease: one holder per term, tokens increas
 
 TEST_CASE("32 processes racing put(absent), then put(matches), on one key: exactly one winner each time" *
           doctest::test_suite("concurrency")) {
-    temp_dir dir;
+    root_dir dir;
     constexpr int contenders = 32;
     asio::io_context ioc;
     baton::file_backend store(ioc.get_executor(), params_for(dir.path));
@@ -690,17 +693,19 @@ TEST_CASE("32 processes racing put(absent), then put(matches), on one key: exact
 }
 
 TEST_CASE("fenced writes on a directory: a paused holder taken over is refused by the store; one token, many writers") {
-    temp_dir dir;
+    root_dir dir;
     auto make = [&](asio::io_context::executor_type ex) { return baton::file_backend(ex, lease_params(dir.path)); };
     test_common::check_paused_holder_is_fenced<baton::file_backend>(make, "shard/7", 1000ms);
     test_common::check_same_token_writers_all_land<baton::file_backend>(make, "counter", 16, 2);
 }
 
 TEST_CASE("kv on a directory: 200 concurrent updates of one key each applied once; erase, re-create, fences") {
-    temp_dir dir;
+    root_dir dir;
     auto make = [&](asio::io_context::executor_type ex) { return baton::file_backend(ex, lease_params(dir.path)); };
     test_common::check_erase_and_recreate<baton::file_backend>(make, "kv/");
     test_common::check_concurrent_updates_apply_once<baton::file_backend>(make, "counter", 8, 200);
 }
 
 }
+
+} // namespace file_store_tests

@@ -37,6 +37,9 @@
 #include <utility>
 #include <vector>
 
+// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+namespace s3_store_tests {
+
 namespace {
 
 namespace net = boost::asio;
@@ -956,3 +959,5 @@ TEST_CASE("a lease on s3rver is refused with capability_missing; unconditional o
 }
 
 } // TEST_SUITE s3_s3rver
+
+} // namespace s3_store_tests

@@ -48,6 +48,9 @@
 #include <string>
 #include <vector>
 
+// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+namespace commit_sim_tests {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -471,3 +474,5 @@ TEST_CASE("the commit checker bites: arrow-rs's lock and a write under a timeout
 }
 
 }
+
+} // namespace commit_sim_tests

@@ -37,8 +37,8 @@ namespace {
 using test_common::test_env;
 
 // A directory removed at the end of the test.
-struct temp_dir : test_common::temp_dir {
-    temp_dir() : test_common::temp_dir("baton-aws-config") {}
+struct config_dir : test_common::temp_dir {
+    config_dir() : test_common::temp_dir("baton-aws-config") {}
 };
 
 
@@ -252,7 +252,7 @@ TEST_CASE("profile selection: AWS_PROFILE, then AWS_DEFAULT_PROFILE, then defaul
 }
 
 TEST_CASE("shared files: credentials file wins, missing files are fine, bad files are errors") {
-    temp_dir dir;
+    config_dir dir;
     test_env env;
     env.set("HOME", dir.path.string());
     aws::shared_config sc;
@@ -293,7 +293,7 @@ TEST_CASE("shared files: credentials file wins, missing files are fine, bad file
 }
 
 TEST_CASE("region: AWS_REGION, then AWS_DEFAULT_REGION, then the selected profile") {
-    temp_dir dir;
+    config_dir dir;
     test_env env;
     env.set("HOME", dir.path.string());
     auto const cfg = dir.write(".aws/config", "[default]\nregion = eu-central-1\n[profile dev]\nregion = ap-east-1\n"
@@ -505,7 +505,7 @@ TEST_CASE("environment credentials: keys, session token, partial keys, bad expir
 }
 
 TEST_CASE("profile credentials: static keys, selection, rewritten file after invalidate, errors") {
-    temp_dir dir;
+    config_dir dir;
     test_env env;
     env.set("HOME", dir.path.string());
     net::io_context ioc;
@@ -727,7 +727,7 @@ TEST_CASE("concurrent callers share one fetch; a cancelled caller leaves the oth
 }
 
 TEST_CASE("default chain without network: one error listing every source") {
-    temp_dir dir;
+    config_dir dir;
     test_env env;
     env.set("HOME", dir.path.string());
     env.set("AWS_EC2_METADATA_DISABLED", "true");
@@ -768,7 +768,7 @@ TEST_CASE("default chain without network: one error listing every source") {
 }
 
 TEST_CASE("default chain: picks the first configured source and remembers it") {
-    temp_dir dir;
+    config_dir dir;
     test_env env;
     env.set("HOME", dir.path.string());
     env.set("AWS_EC2_METADATA_DISABLED", "true");

@@ -1,5 +1,6 @@
 // The foundation: lease options, retry policies, the lease record codec, the
 // memory backend, and minimal exemplars of the four policy concepts.
+#include <test_common/fixtures.hpp>
 #include <baton/backend/memory.hpp>
 #include <baton/core/clock.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
@@ -58,7 +59,7 @@ std::string config_error_of(F&& f) {
     return "<no config_error>";
 }
 
-bool contains(std::string const& s, std::string const& part) { return s.find(part) != std::string::npos; }
+using test_common::contains;
 
 // Runs one store operation to completion on `ioc` and returns what it completed with.
 template <class Result, class Start>

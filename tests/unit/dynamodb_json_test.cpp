@@ -2,6 +2,7 @@
 // request bodies, response parsing, and hostile responses (truncated at every
 // byte, wrong types, huge) that must give errors, never a crash. Also the
 // backend's parameter checks, which need no server.
+#include <test_common/fixtures.hpp>
 #include <baton/backend/dynamodb.hpp>
 #include <baton/backend/detail/dynamodb_json.hpp>
 
@@ -25,7 +26,7 @@ using baton::precondition;
 
 constexpr ddb::table_ref locks{"locks", "pk"};
 
-bool contains(std::string const& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using test_common::contains;
 
 // Every error a parser may give for hostile input.
 bool acceptable_failure(error_code ec) {

@@ -48,7 +48,7 @@ auto minute_of_work(bool& cancelled) {
     };
 }
 
-std::optional<double> seconds(std::optional<vclock::time_point> t) {
+std::optional<double> seconds_of(std::optional<vclock::time_point> t) {
     if (!t) return std::nullopt;
     return std::chrono::duration<double>(t->time_since_epoch()).count();
 }
@@ -243,7 +243,7 @@ TEST_CASE("run_while_held: losing the lease cancels the work at the renew deadli
     CHECK(*outcome == baton::errc::lease_lost);
     REQUIRE(cancelled_at);
     // Cancelled at the renew deadline (2/3 of the 20 s ttl after the acquiring write was sent), not at expiry.
-    CHECK(seconds(cancelled_at).value() == doctest::Approx(13.34).epsilon(0.01));
+    CHECK(seconds_of(cancelled_at).value() == doctest::Approx(13.34).epsilon(0.01));
 }
 
 

@@ -2,6 +2,7 @@
 // environment (precedence, the ignore flag, service-id mangling, bad URLs),
 // the default AWS endpoints, and the S3 addressing decision, including how
 // s3_backend and dynamodb_backend use them.
+#include <test_common/fixtures.hpp>
 #include <baton/aws/endpoint.hpp>
 #include <baton/backend/dynamodb.hpp>
 #include <baton/backend/s3.hpp>
@@ -22,7 +23,7 @@ namespace {
 using baton::errc;
 using baton::aws::configured_endpoint;
 
-bool contains(std::string const& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using test_common::contains;
 
 // A fake environment that also records which variables were asked for.
 struct fake_env {

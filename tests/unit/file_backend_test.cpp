@@ -1,6 +1,7 @@
 // file_backend: every record-store semantic the memory backend has, plus what
 // a directory adds: files that are corrupt, truncated, oversized or not files
 // at all; leftovers of a crash; keys that must not escape the root; locks.
+#include <test_common/fixtures.hpp>
 #include <baton/backend/file.hpp>
 #include <baton/store/record_store.hpp>
 
@@ -37,22 +38,22 @@ using baton::precondition;
 
 static_assert(baton::record_store<baton::file_backend>);
 
-bool contains(std::string const& s, std::string const& part) { return s.find(part) != std::string::npos; }
+using test_common::contains;
 
 // A fresh directory under the system's temporary directory, removed with everything in it.
-struct temp_dir {
+struct store_dir {
     fs::path path;
-    temp_dir() {
+    store_dir() {
         std::string tmpl = (fs::temp_directory_path() / "baton-file-test-XXXXXX").string();
         REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
         path = tmpl;
     }
-    ~temp_dir() {
+    ~store_dir() {
         std::error_code ec;
         fs::remove_all(path, ec);
     }
-    temp_dir(temp_dir const&) = delete;
-    temp_dir& operator=(temp_dir const&) = delete;
+    store_dir(store_dir const&) = delete;
+    store_dir& operator=(store_dir const&) = delete;
 };
 
 baton::file_backend_params params_for(fs::path const& root) {
@@ -99,7 +100,7 @@ void spit(fs::path const& p, std::string const& data) {
 
 // A small fixture: a directory, a store on it, and shorthands for each operation.
 struct store_fixture {
-    temp_dir dir;
+    store_dir dir;
     asio::io_context ioc;
     baton::file_backend store;
 
@@ -425,7 +426,7 @@ TEST_CASE("probe reports all three capabilities and leaves nothing behind") {
 }
 
 TEST_CASE("a missing root is an empty store that the first put creates, or not_found when it may not be created") {
-    temp_dir dir;
+    store_dir dir;
     asio::io_context ioc;
     fs::path const root = dir.path / "a" / "b";
     baton::file_backend store(ioc.get_executor(), params_for(root));
@@ -609,7 +610,7 @@ TEST_CASE("leftover temporary files, lock files and foreign files are ignored") 
 }
 
 TEST_CASE("any key round-trips without escaping the root directory") {
-    temp_dir outer;
+    store_dir outer;
     asio::io_context ioc;
     fs::path const root = outer.path / "store";
     baton::file_backend store(ioc.get_executor(), params_for(root));

@@ -147,7 +147,7 @@ struct fetched_credentials {
     @returns the instant, or nothing when `text` is not of that form.
 */
 inline std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::string_view text) noexcept {
-    using namespace std::chrono;
+    namespace chr = std::chrono; // qualified: an includer's global `seconds` must not change them
     auto digits = [&](std::size_t pos, std::size_t n, int& out) {
         if (pos + n > text.size()) return false;
         out = 0;
@@ -163,23 +163,23 @@ inline std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::s
         !digits(14, 2, mm) || text[16] != ':' || !digits(17, 2, ss))
         return std::nullopt;
     if (y < 1970 || y > 2200 || hh > 23 || mm > 59 || ss > 60) return std::nullopt;
-    year_month_day const ymd{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
+    chr::year_month_day const ymd{chr::year{y}, chr::month{static_cast<unsigned>(mo)}, chr::day{static_cast<unsigned>(d)}};
     if (!ymd.ok()) return std::nullopt;
     std::size_t pos = 19;
-    nanoseconds frac{0};
+    chr::nanoseconds frac{0};
     if (pos < text.size() && text[pos] == '.') {
         ++pos;
         std::size_t const start = pos;
         long long scale = 100000000;
         while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-            frac += nanoseconds((text[pos] - '0') * scale);
+            frac += chr::nanoseconds((text[pos] - '0') * scale);
             scale /= 10;
             ++pos;
         }
         if (pos == start || pos - start > 12) return std::nullopt;
     }
     if (pos >= text.size()) return std::nullopt; // a zone is required: local time would be a guess
-    minutes offset{0};
+    chr::minutes offset{0};
     if (text[pos] == 'Z' || text[pos] == 'z') {
         ++pos;
     } else if (text[pos] == '+' || text[pos] == '-') {
@@ -191,13 +191,13 @@ inline std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::s
         if (!digits(pos, 2, om)) return std::nullopt;
         pos += 2;
         if (oh > 23 || om > 59) return std::nullopt;
-        offset = minutes(sign * (oh * 60 + om));
+        offset = chr::minutes(sign * (oh * 60 + om));
     } else {
         return std::nullopt;
     }
     if (pos != text.size()) return std::nullopt;
-    auto const t = sys_days{ymd} + hours{hh} + minutes{mm} + seconds{ss} + frac - offset;
-    return time_point_cast<system_clock::duration>(t);
+    auto const t = chr::sys_days{ymd} + chr::hours{hh} + chr::minutes{mm} + chr::seconds{ss} + frac - offset;
+    return chr::time_point_cast<chr::system_clock::duration>(t);
 }
 
 } // namespace baton::aws

@@ -220,12 +220,13 @@ BATON_DECL error_code validate(credentials const& creds, signing_params const& p
 
 // Writes YYYYMMDDTHHMMSSZ (16 chars); false outside years 0-9999.
 BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char* out) noexcept {
-    using namespace std::chrono;
-    auto const secs = floor<seconds>(now);
+    // Qualified names: a `seconds` or `days` of the includer's, at global scope, must not change them.
+    namespace chr = std::chrono;
+    auto const secs = chr::floor<chr::seconds>(now);
     // Requests signed in the same second share a date; civil-date arithmetic is not free.
     thread_local struct {
         bool valid = false;
-        seconds at{};
+        chr::seconds at{};
         char text[16];
     } last;
     if (last.valid && secs.time_since_epoch() == last.at) {
@@ -233,11 +234,11 @@ BATON_DECL bool format_amz_date(std::chrono::system_clock::time_point now, char*
         return true;
     }
     char* const start = out;
-    auto const day = floor<days>(secs);
-    year_month_day const ymd{day};
+    auto const day = chr::floor<chr::days>(secs);
+    chr::year_month_day const ymd{day};
     int const y = static_cast<int>(ymd.year());
     if (y < 0 || y > 9999) return false;
-    hh_mm_ss const hms{secs - day};
+    chr::hh_mm_ss const hms{secs - day};
     auto put = [&out](unsigned v, int width) {
         for (int i = width - 1; i >= 0; --i) {
             out[i] = static_cast<char>('0' + v % 10);

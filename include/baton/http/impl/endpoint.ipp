@@ -74,7 +74,7 @@ BATON_DECL endpoint endpoint::from_url(std::string_view url) {
 }
 
 BATON_DECL std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view value) noexcept {
-    using namespace std::chrono;
+    namespace chr = std::chrono; // qualified: an includer's global `seconds` must not change them
     if (value.size() != 29) return std::nullopt;
     auto digits = [&](std::size_t pos, std::size_t n, int& out) {
         out = 0;
@@ -97,10 +97,11 @@ BATON_DECL std::optional<std::chrono::system_clock::time_point> parse_http_date(
     if (!digits(5, 2, d) || !digits(12, 4, y) || !digits(17, 2, hh) || !digits(20, 2, mm) || !digits(23, 2, ss))
         return std::nullopt;
     if (hh > 23 || mm > 59 || ss > 60) return std::nullopt; // 60: a leap second
-    year_month_day const ymd{year{y}, month{static_cast<unsigned>(m - std::begin(months) + 1)},
-                             day{static_cast<unsigned>(d)}};
+    chr::year_month_day const ymd{chr::year{y}, chr::month{static_cast<unsigned>(m - std::begin(months) + 1)},
+                                  chr::day{static_cast<unsigned>(d)}};
     if (!ymd.ok()) return std::nullopt;
-    return time_point_cast<system_clock::duration>(sys_days{ymd} + hours{hh} + minutes{mm} + seconds{ss});
+    return chr::time_point_cast<chr::system_clock::duration>(chr::sys_days{ymd} + chr::hours{hh} + chr::minutes{mm} +
+                                                             chr::seconds{ss});
 }
 
 } // namespace baton::http

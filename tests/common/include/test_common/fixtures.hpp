@@ -18,6 +18,9 @@
 
 namespace test_common {
 
+/// Whether `s` contains `part`.
+inline bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
 /// A directory under the system temp dir, removed with everything in it when the test ends.
 struct temp_dir {
     std::filesystem::path path;
