@@ -206,6 +206,28 @@ TEST_CASE("PutItem is written directly, byte for byte what the JSON tree seriali
     }
 }
 
+TEST_CASE("append_json_quoted escapes as boost::json::serialize does: every byte, and mixed runs") {
+    auto by_tree = [](std::string_view s) { return boost::json::serialize(boost::json::string(s)); };
+    auto direct = [](std::string_view s) {
+        std::string out = "prefix:"; // appends, leaving what was there
+        baton::detail::append_json_quoted(out, s);
+        return out;
+    };
+    for (int b = 0; b < 256; ++b) {
+        std::string const one(1, static_cast<char>(b));
+        INFO("byte " << b);
+        CHECK(direct(one) == "prefix:" + by_tree(one));
+        CHECK(direct("ab" + one + "cd" + one) == "prefix:" + by_tree("ab" + one + "cd" + one));
+    }
+    std::mt19937_64 rng(20261127);
+    for (int i = 0; i < 2000; ++i) {
+        std::string s(static_cast<std::size_t>(rng() % 300), '\0');
+        for (auto& c : s) c = static_cast<char>(rng() % 4 == 0 ? rng() % 0x40 : 0x20 + rng() % 0x60);
+        CHECK(direct(s) == "prefix:" + by_tree(s));
+    }
+    CHECK(direct("") == "prefix:\"\"");
+}
+
 TEST_CASE("PutItem: bytes that are not UTF-8 travel as B (base64)") {
     std::string const bin("\xff\x00\x80z", 4);
     CHECK(ddb::put_item_request(locks, "k", bin, "v1", precondition::none()) ==

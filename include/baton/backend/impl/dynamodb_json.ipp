@@ -219,30 +219,12 @@ namespace writer {
 // cycle's client CPU.
 
 // `s` as a JSON string, escaped as boost::json::serialize escapes it.
-inline void quoted(std::string& out, std::string_view s) {
-    static constexpr char hex[] = "0123456789abcdef";
+inline void quoted(std::string& out, std::string_view s) { append_json_quoted(out, s); }
+
+// `s` as a JSON string when it is known to need no escape (typed_flat's names and values).
+inline void quoted_plain(std::string& out, std::string_view s) {
     out += '"';
-    std::size_t plain = 0; // start of the run of bytes copied as they are
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        auto const c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        out.append(s.data() + plain, i - plain);
-        plain = i + 1;
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\t': out += "\\t"; break;
-        case '\n': out += "\\n"; break;
-        case '\f': out += "\\f"; break;
-        case '\r': out += "\\r"; break;
-        default: {
-            char const e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            out.append(e, 6);
-        }
-        }
-    }
-    out.append(s.data() + plain, s.size() - plain);
+    out += s;
     out += '"';
 }
 
@@ -341,9 +323,9 @@ inline bool typed_flat(std::string& out, table_ref t, std::string_view body) {
         if (!skipped && written < max_typed_attributes) {
             ++written;
             out += ',';
-            quoted(out, name);
+            quoted_plain(out, name);
             switch (kind) {
-            case str: out += R"(:{"S":)"; quoted(out, value); out += '}'; break;
+            case str: out += R"(:{"S":)"; quoted_plain(out, value); out += '}'; break;
             case num: out += R"(:{"N":")"; out += value; out += R"("})"; break;
             case boolean: out += R"(:{"BOOL":)"; out += value; out += '}'; break;
             }

@@ -3,10 +3,12 @@
 #define BATON_CORE_DETAIL_TEXT_HPP
 
 // Layer: core, internal. Small text helpers every layer needs, written once:
-// UTF-8 decoding and validation, trimming ASCII white space, hex digits.
+// UTF-8 decoding and validation, trimming ASCII white space, hex digits, JSON strings.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -66,6 +68,10 @@ constexpr utf8_char decode_utf8_at(std::string_view s, std::size_t i) noexcept {
 /// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 constexpr bool is_utf8(std::string_view s) noexcept {
     for (std::size_t i = 0; i < s.size();) {
+        if (static_cast<unsigned char>(s[i]) < 0x80) { // ASCII, nearly every byte of a record: no decoding
+            ++i;
+            continue;
+        }
         auto const c = decode_utf8_at(s, i);
         if (c.problem != utf8_problem::none) return false;
         i += c.length;
@@ -83,6 +89,59 @@ constexpr std::string_view trim(std::string_view s) noexcept {
 
 /// The lower-case hex digit of `v & 15`.
 constexpr char hex_digit(unsigned v) noexcept { return "0123456789abcdef"[v & 15]; }
+
+/// How many bytes the JSON escape of each byte adds: 1 for `"` and `\\`, 5 for other control
+/// bytes (`\u00XX`) except the five with a short form, 0 for the rest (UTF-8 passes as is).
+inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {
+    std::array<unsigned char, 256> t{};
+    for (unsigned c = 0; c < 0x20; ++c) t[c] = 5;
+    for (unsigned char c : {'\b', '\f', '\n', '\r', '\t', '"', '\\'}) t[c] = 1;
+    return t;
+}();
+
+/** Appends `s` as a JSON string, quotes included, escaped as `boost::json::serialize` escapes
+    it: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control bytes as `\u00XX`, every other
+    byte as it is. Sized first, then written with plain stores: a record's JSON (escaped again as
+    a DynamoDB string) has an escape every few bytes, and an append per escape was most of the
+    cost of writing a request. */
+inline void append_json_quoted(std::string& out, std::string_view s) {
+    std::size_t extra = 0;
+    for (char c : s) extra += json_escape_extra[static_cast<unsigned char>(c)];
+    std::size_t const at = out.size();
+    out.resize(at + s.size() + extra + 2);
+    char* p = out.data() + at;
+    *p++ = '"';
+    if (extra == 0) {
+        if (!s.empty()) std::memcpy(p, s.data(), s.size());
+        p += s.size();
+    } else {
+        static constexpr char hex[] = "0123456789abcdef";
+        for (char ch : s) {
+            auto const c = static_cast<unsigned char>(ch);
+            if (json_escape_extra[c] == 0) {
+                *p++ = ch;
+                continue;
+            }
+            *p++ = '\\';
+            switch (c) {
+            case '"': *p++ = '"'; break;
+            case '\\': *p++ = '\\'; break;
+            case '\b': *p++ = 'b'; break;
+            case '\f': *p++ = 'f'; break;
+            case '\n': *p++ = 'n'; break;
+            case '\r': *p++ = 'r'; break;
+            case '\t': *p++ = 't'; break;
+            default:
+                *p++ = 'u';
+                *p++ = '0';
+                *p++ = '0';
+                *p++ = hex[c >> 4];
+                *p++ = hex[c & 15];
+            }
+        }
+    }
+    *p = '"';
+}
 
 /// `n` bytes as 2n lower-case hex digits.
 inline std::string to_hex(unsigned char const* p, std::size_t n) {

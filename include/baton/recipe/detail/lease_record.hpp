@@ -13,6 +13,7 @@
 // reading back.
 
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/text.hpp>
 #include <baton/core/error.hpp>
 
 #include <boost/json/parse.hpp>

@@ -6,30 +6,7 @@
 
 namespace baton::detail {
 
-BATON_DECL void append_json_string(std::string& out, std::string_view s) {
-    out += '"';
-    std::size_t run = 0; // start of the pending run of characters that need no escaping
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        auto const c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        out.append(s.data() + run, i - run);
-        run = i + 1;
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: {
-            static constexpr char hex[] = "0123456789abcdef";
-            char const esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            out.append(esc, 6);
-        }
-        }
-    }
-    out.append(s.data() + run, s.size() - run);
-    out += '"';
-}
+BATON_DECL void append_json_string(std::string& out, std::string_view s) { append_json_quoted(out, s); }
 
 BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_view value, std::string_view nonce,
                                      std::uint64_t token, bool released, std::chrono::milliseconds ttl,
