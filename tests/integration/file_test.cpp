@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 #include <test_common/fenced_scenarios.hpp>
+#include <test_common/fixtures.hpp>
 #include <test_common/kv_scenarios.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -64,19 +65,8 @@ constexpr auto poll_every = 50ms;
 constexpr double skew = 2.0;
 constexpr auto takeover_window = 3000ms; // ttl x skew
 
-struct root_dir {
-    fs::path path;
-    root_dir() {
-        std::string tmpl = (fs::temp_directory_path() / "baton-file-it-XXXXXX").string();
-        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-        path = tmpl;
-    }
-    ~root_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    root_dir(root_dir const&) = delete;
-    root_dir& operator=(root_dir const&) = delete;
+struct root_dir : test_common::temp_dir {
+    root_dir() : test_common::temp_dir("baton-file-it") {}
 };
 
 baton::file_backend_params params_for(fs::path const& root) {

@@ -41,19 +41,8 @@ static_assert(baton::record_store<baton::file_backend>);
 using test_common::contains;
 
 // A fresh directory under the system's temporary directory, removed with everything in it.
-struct store_dir {
-    fs::path path;
-    store_dir() {
-        std::string tmpl = (fs::temp_directory_path() / "baton-file-test-XXXXXX").string();
-        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-        path = tmpl;
-    }
-    ~store_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    store_dir(store_dir const&) = delete;
-    store_dir& operator=(store_dir const&) = delete;
+struct store_dir : test_common::temp_dir {
+    store_dir() : test_common::temp_dir("baton-file-test") {}
 };
 
 baton::file_backend_params params_for(fs::path const& root) {

@@ -4,31 +4,34 @@
 
 #include <baton/aws/profile.hpp>
 
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace test_common {
 
 /// Whether `s` contains `part`.
 inline bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
-/// A directory under the system temp dir, removed with everything in it when the test ends.
+/// A directory under the system temp dir, made afresh (mkdtemp: never one another test holds),
+/// removed with everything in it when the test ends.
 struct temp_dir {
     std::filesystem::path path;
     explicit temp_dir(std::string const& prefix = "baton-test") {
-        std::random_device rd;
-        path = std::filesystem::temp_directory_path() /
-               (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-        std::filesystem::create_directories(path);
+        std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+        if (::mkdtemp(tmpl.data()) == nullptr)
+            throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
+        path = tmpl;
     }
     temp_dir(temp_dir const&) = delete;
     temp_dir& operator=(temp_dir const&) = delete;
