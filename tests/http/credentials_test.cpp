@@ -40,7 +40,7 @@
 #include <tuple>
 #include <vector>
 
-// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+// A namespace of its own: a unity build (-Dunity_tests=true) puts several test files in one TU.
 namespace credentials_tests {
 
 namespace aws = baton::aws;

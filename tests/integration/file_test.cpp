@@ -40,7 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+// A namespace of its own: a unity build (-Dunity_tests=true) puts several test files in one TU.
 namespace file_store_tests {
 
 // The file store's aliases, without the AWS stack that <baton/baton.hpp> also compiles.

@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+// A namespace of its own: a unity build (-Dunity_tests=true) puts several test files in one TU.
 namespace s3_store_tests {
 
 namespace {

@@ -48,7 +48,7 @@
 #include <string>
 #include <vector>
 
-// A namespace of its own: CI builds the suites as unity builds, several test files in one TU.
+// A namespace of its own: a unity build (-Dunity_tests=true) puts several test files in one TU.
 namespace commit_sim_tests {
 
 namespace {
