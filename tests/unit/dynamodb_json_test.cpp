@@ -228,6 +228,41 @@ TEST_CASE("append_json_quoted escapes as boost::json::serialize does: every byte
     CHECK(direct("") == "prefix:\"\"");
 }
 
+TEST_CASE("text_writer: one-pass escapes with room, counted ones without, growth, rewind") {
+    auto by_tree = [](std::string_view s) { return boost::json::serialize(boost::json::string(s)); };
+    std::mt19937_64 rng(20261128);
+    for (int i = 0; i < 2000; ++i) {
+        std::string s(static_cast<std::size_t>(rng() % 300), '\0');
+        for (auto& c : s) c = static_cast<char>(rng() % 4 == 0 ? rng() % 0x40 : 0x20 + rng() % 0x60);
+        // Room for six bytes a byte: the one-pass path. Room for none: counted first, grown once.
+        for (std::size_t expected : {std::size_t{0}, 6 * s.size() + 64}) {
+            std::string out = "a";
+            {
+                baton::detail::text_writer w(out, expected);
+                w.json_quoted(s);
+                w.put(',');
+                w.literal("lit");
+                w.raw(s.substr(0, s.size() / 2));
+            }
+            INFO("expected room " << expected);
+            CHECK(out == "a" + by_tree(s) + ",lit" + s.substr(0, s.size() / 2));
+        }
+    }
+    std::string out = "x";
+    {
+        baton::detail::text_writer w(out); // no room: every write grows it
+        for (int i = 0; i < 1000; ++i) w.raw("0123456789");
+        std::size_t const mark = w.size();
+        CHECK(mark == 10001);
+        w.literal("dropped");
+        w.rewind(mark);
+        w.put('!');
+    }
+    CHECK(out.size() == 10002);
+    CHECK(out.substr(0, 11) == "x0123456789");
+    CHECK(out.back() == '!');
+}
+
 TEST_CASE("PutItem: bytes that are not UTF-8 travel as B (base64)") {
     std::string const bin("\xff\x00\x80z", 4);
     CHECK(ddb::put_item_request(locks, "k", bin, "v1", precondition::none()) ==

@@ -99,22 +99,70 @@ inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {
     return t;
 }();
 
-/** Appends `s` as a JSON string, quotes included, escaped as `boost::json::serialize` escapes
-    it: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control bytes as `\u00XX`, every other
-    byte as it is. Sized first, then written with plain stores: a record's JSON (escaped again as
-    a DynamoDB string) has an escape every few bytes, and an append call per escape was a third
-    of the cost of writing a PutItem. */
-inline void append_json_quoted(std::string& out, std::string_view s) {
-    std::size_t extra = 0;
-    for (char c : s) extra += json_escape_extra[static_cast<unsigned char>(c)];
-    std::size_t const at = out.size();
-    out.resize(at + s.size() + extra + 2);
-    char* p = out.data() + at;
-    *p++ = '"';
-    if (extra == 0) {
-        if (!s.empty()) std::memcpy(p, s.data(), s.size());
-        p += s.size();
-    } else {
+/** Writes text at the end of a string through a pointer, with plain stores: `room(n)` makes
+    space for `n` more bytes (the string grows, zero-filled, at least doubling), and the
+    destructor trims the string to what was written. A request written with an `append` per
+    piece spent most of its time in the capacity checks and calls. The string must not be used
+    by anything else while the writer lives. */
+class text_writer {
+public:
+    /// Writes after what `out` holds, with room for `expected` bytes before the first growth.
+    explicit text_writer(std::string& out, std::size_t expected = 0) : out_(out) {
+        std::size_t const len = out.size();
+        out.resize(len + expected);
+        p_ = out.data() + len;
+        end_ = out.data() + out.size();
+    }
+    text_writer(text_writer const&) = delete;
+    text_writer& operator=(text_writer const&) = delete;
+    ~text_writer() { out_.resize(size()); }
+
+    /// Bytes in the string so far (what was there before, and what was written).
+    std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - out_.data()); }
+    /// Drops what was written after `size() == mark`.
+    void rewind(std::size_t mark) noexcept { p_ = out_.data() + mark; }
+
+    /// Writes a string literal, without its terminating NUL.
+    template <std::size_t N>
+    void literal(char const (&s)[N]) {
+        std::memcpy(room(N - 1), s, N - 1);
+        p_ += N - 1;
+    }
+    /// Writes `s` as it is.
+    void raw(std::string_view s) {
+        if (s.empty()) return;
+        std::memcpy(room(s.size()), s.data(), s.size());
+        p_ += s.size();
+    }
+    /// Writes one byte.
+    void put(char c) {
+        *room(1) = c;
+        ++p_;
+    }
+
+    /** Writes `s` as a JSON string, quotes included, escaped as `boost::json::serialize`
+        escapes it: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control bytes as
+        `\u00XX`, every other byte as it is. In one pass when there is room for the worst
+        case (six bytes a byte); else the escaped size is counted first, so a large string
+        never makes the string grow beyond what it needs. */
+    void json_quoted(std::string_view s) {
+        char* p;
+        if (static_cast<std::size_t>(end_ - p_) / 6 > s.size() + 1) {
+            p = p_;
+        } else {
+            std::size_t extra = 0;
+            for (char c : s) extra += json_escape_extra[static_cast<unsigned char>(c)];
+            p = room(s.size() + extra + 2);
+            if (extra == 0) {
+                *p++ = '"';
+                if (!s.empty()) std::memcpy(p, s.data(), s.size());
+                p += s.size();
+                *p++ = '"';
+                p_ = p;
+                return;
+            }
+        }
+        *p++ = '"';
         for (char ch : s) {
             auto const c = static_cast<unsigned char>(ch);
             if (json_escape_extra[c] == 0) {
@@ -138,8 +186,36 @@ inline void append_json_quoted(std::string& out, std::string_view s) {
                 *p++ = hex_digit(c);
             }
         }
+        *p++ = '"';
+        p_ = p;
     }
-    *p = '"';
+
+    /// A pointer to `n` writable bytes at the end; advance past what was used with `advance`.
+    char* room(std::size_t n) {
+        if (static_cast<std::size_t>(end_ - p_) < n) grow(n);
+        return p_;
+    }
+    /// Marks the bytes up to `p` (from `room`) as written.
+    void advance(char* p) noexcept { p_ = p; }
+
+private:
+    void grow(std::size_t n) {
+        std::size_t const len = size();
+        std::size_t const want = len + n;
+        out_.resize(want > 2 * out_.size() ? want : 2 * out_.size());
+        p_ = out_.data() + len;
+        end_ = out_.data() + out_.size();
+    }
+
+    std::string& out_;
+    char* p_;
+    char* end_;
+};
+
+/// Appends `s` as a JSON string, quotes included, as `text_writer::json_quoted` writes it.
+inline void append_json_quoted(std::string& out, std::string_view s) {
+    text_writer w(out);
+    w.json_quoted(s);
 }
 
 /// `n` bytes as 2n lower-case hex digits.

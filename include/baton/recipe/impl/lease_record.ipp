@@ -12,27 +12,33 @@ BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_vie
                                      std::uint64_t token, bool released, std::chrono::milliseconds ttl,
                                      std::chrono::milliseconds turn) {
     std::string out;
-    out.reserve(112 + owner.size() + value.size() + nonce.size());
-    out += R"({"baton":"lease/1","owner":)";
-    append_json_string(out, owner);
-    out += R"(,"token":)";
-    char digits[24];
-    auto const tok = std::to_chars(digits, digits + sizeof digits, token);
-    out.append(digits, tok.ptr);
-    out += R"(,"nonce":)";
-    append_json_string(out, nonce);
-    out += released ? R"(,"state":"released")" : R"(,"state":"held")";
-    out += R"(,"ttl_ms":)";
-    auto const t = std::to_chars(digits, digits + sizeof digits, ttl.count());
-    out.append(digits, t.ptr);
-    if (turn.count() > 0) {
-        out += R"(,"turn_ms":)";
-        auto const u = std::to_chars(digits, digits + sizeof digits, turn.count());
-        out.append(digits, u.ptr);
+    {
+        // Room for every string escaped at its worst, so each is written in one pass.
+        text_writer w(out, 160 + 6 * (owner.size() + value.size() + nonce.size()));
+        w.literal(R"({"baton":"lease/1","owner":)");
+        w.json_quoted(owner);
+        auto number = [&w](auto v) { // 20 bytes: the longest 64-bit integer, sign included
+            char* p = w.room(20);
+            w.advance(std::to_chars(p, p + 20, v).ptr);
+        };
+        w.literal(R"(,"token":)");
+        number(token);
+        w.literal(R"(,"nonce":)");
+        w.json_quoted(nonce);
+        if (released)
+            w.literal(R"(,"state":"released")");
+        else
+            w.literal(R"(,"state":"held")");
+        w.literal(R"(,"ttl_ms":)");
+        number(ttl.count());
+        if (turn.count() > 0) {
+            w.literal(R"(,"turn_ms":)");
+            number(turn.count());
+        }
+        w.literal(R"(,"value":)");
+        w.json_quoted(value);
+        w.put('}');
     }
-    out += R"(,"value":)";
-    append_json_string(out, value);
-    out += '}';
     return out;
 }
 
