@@ -309,11 +309,12 @@ private:
     void call(std::string_view op, std::string body, boost::asio::cancellation_slot slot, F&& f) const {
         namespace bhttp = boost::beast::http;
         http::request req{bhttp::verb::post, "/", 11};
-        req.set(bhttp::field::host, st_->ep.host_header());
-        req.set(bhttp::field::content_type, "application/x-amz-json-1.0");
+        // A fresh request: insert, not set (which looks each name up first).
+        req.insert(bhttp::field::host, st_->ep.host_header());
+        req.insert(bhttp::field::content_type, "application/x-amz-json-1.0");
         std::string scratch;
-        req.set("X-Amz-Target", target_of(op, scratch));
-        req.set(bhttp::field::accept_encoding, "identity");
+        req.insert("X-Amz-Target", target_of(op, scratch));
+        req.insert(bhttp::field::accept_encoding, "identity");
         req.body() = std::move(body);
         req.prepare_payload();
         channel_.send(std::move(req), slot, [st = st_, op = std::string(op), f = std::forward<F>(f)](

@@ -159,7 +159,7 @@ BATON_DECL bool build_canonical_headers(scratch& s, bhttp::fields const& fields,
         s.names.resize(off + name.size());
         ascii_lower(name, s.names.data() + off);
         std::string_view const lower(s.names.data() + off, name.size());
-        if (is_unsigned_header(lower) || is_owned(lower)) {
+        if (is_owned(lower) || is_unsigned_header(lower)) {
             s.names.resize(off);
             continue;
         }
@@ -437,13 +437,15 @@ BATON_DECL error_code sign_header_in_place(bhttp::request_header<>& req, std::st
     // Authorization, which sign_header_impl erases). Canonicalisation signs the new values.
     bool const has_token = !creds.session_token.empty();
     bool const sets_content_sha256 = params.s3_rules || params.content_sha256_header;
-    owned_header owned[3] = {
+    // Which of them the request carried decides below between replacing (a lookup) and inserting.
+    owned_header owned[4] = {
         {"x-amz-date", amz_date, true},
         {"x-amz-security-token", creds.session_token, has_token && params.sign_session_token},
+        {"authorization", {}, false},
         {"x-amz-content-sha256", payload_hash, true},
     };
     scratch& s = thread_scratch();
-    if (!build_canonical_headers(s, req, owned, sets_content_sha256 ? 3 : 2)) return invalid();
+    if (!build_canonical_headers(s, req, owned, sets_content_sha256 ? 4 : 3)) return invalid();
     s.params_buf.clear();
     s.params.clear();
     parse_query(s, query);
@@ -470,13 +472,19 @@ BATON_DECL error_code sign_header_in_place(bhttp::request_header<>& req, std::st
     auth.append(s.signed_headers);
     auth.append(", Signature=");
     auth.append(signature);
-    req.set(date_header, amz_date);
-    if (sets_content_sha256) req.set(content_sha256_header, payload_hash);
+    auto put = [&req](owned_header const& h, auto name, std::string_view value) {
+        if (h.was_present)
+            req.set(name, value);
+        else
+            req.insert(name, value);
+    };
+    put(owned[0], date_header, amz_date);
+    if (sets_content_sha256) put(owned[3], content_sha256_header, payload_hash);
     if (has_token)
-        req.set(security_token_header, creds.session_token); // signed or not, as params say
+        put(owned[1], security_token_header, creds.session_token); // signed or not, as params say
     else if (owned[1].was_present)
         req.erase(security_token_header);
-    req.set(bhttp::field::authorization, auth);
+    put(owned[2], bhttp::field::authorization, auth);
 
     if (steps != nullptr) {
         steps->canonical_request = s.creq;
