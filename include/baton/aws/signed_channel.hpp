@@ -133,6 +133,7 @@ private:
         std::optional<http::request> kept; // the unsigned request, for a re-send (only with a provider)
         boost::asio::cancellation_slot slot;
         F f;
+        signed_reply reply; // of the send in flight
         bool resending = false;
 
         void start() {
@@ -171,17 +172,15 @@ private:
                                   boost::asio::append(std::move(f), std::move(r)));
                 return;
             }
-            auto reply = std::make_unique<signed_reply>();
-            http::request_info& info = reply->info;
+            // The client writes `reply.info` while the request runs; this op outlives it (self).
+            reply = signed_reply{};
             auto self = this->shared_from_this();
-            client.async_request(
-                st->ep, std::move(req), info,
-                boost::asio::bind_cancellation_slot(
-                    slot, [self, reply = std::move(reply)](error_code ec, http::response res) mutable {
-                        reply->ec = ec;
-                        reply->res = std::move(res);
-                        self->answered(std::move(*reply));
-                    }));
+            client.async_request(st->ep, std::move(req), reply.info,
+                                 boost::asio::bind_cancellation_slot(slot, [self](error_code ec, http::response res) {
+                                     self->reply.ec = ec;
+                                     self->reply.res = std::move(res);
+                                     self->answered(std::move(self->reply));
+                                 }));
         }
 
         void answered(signed_reply r) {
