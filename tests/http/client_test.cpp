@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -1076,6 +1077,26 @@ TEST_CASE("TLS: a certificate the system store does not trust is refused, clearl
     CHECK(contains(o.info.diag.message, "TLS certificate verification failed: "));
     CHECK(contains(o.info.diag.message, "local issuer"));
     CHECK(srv.stats().requests == 0);
+}
+
+TEST_CASE("TLS: the system trust store is loaded at the first TLS connection, not when the client is made") {
+    // SSL_CERT_FILE is read when the store is loaded. Set after the client is made, it is
+    // honoured only if loading waited for the first TLS connection (a client of plain-HTTP
+    // endpoints never pays the ~20 ms that loading costs).
+    net::io_context ioc;
+    auto tls = server_tls(pki().localhost);
+    test_server srv(ioc, [](server_request const&, int) { return ok(); }, tls.get());
+    char const* before = std::getenv("SSL_CERT_FILE");
+    std::optional<std::string> const saved = before ? std::optional<std::string>(before) : std::nullopt;
+    bh::client c(ioc.get_executor()); // default: system trust store
+    ::setenv("SSL_CERT_FILE", pki().ca_file.c_str(), 1);
+    auto o = fetch(ioc, c, srv.ep(bh::scheme::https, "localhost"));
+    if (saved)
+        ::setenv("SSL_CERT_FILE", saved->c_str(), 1);
+    else
+        ::unsetenv("SSL_CERT_FILE");
+    CHECK_FALSE(o.ec);
+    CHECK(srv.stats().handshake_failures == 0);
 }
 
 TEST_CASE("TLS: a certificate for another name is refused, by IP and by name") {

@@ -46,8 +46,10 @@ struct client_options {
 
         Empty (default): the system trust store
         (`ssl::context::set_default_verify_paths()`, which honours
-        `SSL_CERT_FILE` / `SSL_CERT_DIR`). Set it for private CAs; the
-        file is loaded when the client is constructed.
+        `SSL_CERT_FILE` / `SSL_CERT_DIR`), loaded at the client's first
+        TLS connection (a client of plain-HTTP endpoints never pays for
+        it). Set it for private CAs; the file is loaded when the client
+        is constructed, so that a bad one throws there.
     */
     std::string ca_file;
     /** Skip TLS certificate and host-name verification. Default false. **Dangerous.**

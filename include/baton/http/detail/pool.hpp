@@ -146,29 +146,42 @@ struct pool {
 
 struct client_state {
     client_state(asio::any_io_executor e, client_options o)
-        : ex(std::move(e)), opts(std::move(o)), tls_ctx(asio::ssl::context::tls_client),
+        : ex(std::move(e)), opts(std::move(o)),
           deadlines(baton::detail::timer_queues<std::chrono::steady_clock>::of(ex)) {
         opts.validate();
-        SSL_CTX_set_min_proto_version(tls_ctx.native_handle(), TLS1_2_VERSION);
-        if (opts.insecure_skip_verify) {
-            tls_ctx.set_verify_mode(asio::ssl::verify_none);
+        if (opts.insecure_skip_verify)
             warn("TLS certificate verification is disabled (client_options::insecure_skip_verify): anyone on the "
                  "network path can impersonate the server and read or alter every request. Use it only against "
                  "local test servers.");
-        } else {
-            tls_ctx.set_verify_mode(asio::ssl::verify_peer);
-        }
+        // A CA file of the caller's is loaded now, so that a bad one is an error here; the system
+        // store waits for the first TLS connection (see tls()).
+        if (!opts.ca_file.empty()) make_tls_context();
+    }
+
+    // The TLS context, made on first use: loading the system trust store costs ~20 ms of CPU,
+    // which a client of plain-HTTP endpoints (local servers, and each `baton` command run
+    // against them) never needs.
+    asio::ssl::context& tls() {
+        if (!tls_ctx) make_tls_context();
+        return *tls_ctx;
+    }
+
+    void make_tls_context() {
+        asio::ssl::context ctx(asio::ssl::context::tls_client);
+        SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+        ctx.set_verify_mode(opts.insecure_skip_verify ? asio::ssl::verify_none : asio::ssl::verify_peer);
         try {
             if (opts.ca_file.empty())
-                tls_ctx.set_default_verify_paths();
+                ctx.set_default_verify_paths();
             else
-                tls_ctx.load_verify_file(opts.ca_file);
+                ctx.load_verify_file(opts.ca_file);
         } catch (boost::system::system_error const& e) {
             if (!opts.ca_file.empty())
                 throw config_error("client_options::ca_file: cannot load CA certificates from '" + opts.ca_file +
                                    "' (" + e.code().message() + ")");
             // No system trust store: every verified handshake will fail, and say so.
         }
+        tls_ctx.emplace(std::move(ctx));
     }
 
     void warn(std::string text) {
@@ -208,7 +221,7 @@ struct client_state {
 
     asio::any_io_executor ex;
     client_options opts;
-    asio::ssl::context tls_ctx;
+    std::optional<asio::ssl::context> tls_ctx; // see tls()
     // Resolve and exchange deadlines of every op, on the timer the executor's leases share.
     std::shared_ptr<baton::detail::timer_queue<std::chrono::steady_clock>> deadlines;
     std::unordered_map<std::string, pool> pools;

@@ -173,7 +173,15 @@ struct request_op : std::enable_shared_from_this<request_op> {
     void open() {
         auto const now = clock::now();
         connect_deadline = std::min(deadline, now + st->opts.connect_timeout);
-        conn = std::make_unique<connection>(st->ex, ep.is_tls() ? &st->tls_ctx : nullptr);
+        asio::ssl::context* tls = nullptr;
+        if (ep.is_tls()) {
+            try {
+                tls = &st->tls();
+            } catch (std::exception const& e) { // OpenSSL could not make a context (out of memory)
+                return finish(errc::invalid_argument, std::string("cannot set up TLS: ") + e.what());
+            }
+        }
+        conn = std::make_unique<connection>(st->ex, tls);
         error_code ec;
         auto const addr = asio::ip::make_address(ep.host, ec);
         if (!ec) {
