@@ -261,6 +261,14 @@ TEST_CASE("text_writer: one-pass escapes with room, counted ones without, growth
     CHECK(out.size() == 10002);
     CHECK(out.substr(0, 11) == "x0123456789");
     CHECK(out.back() == '!');
+
+    // Appends to a long string make room for the append, not for a copy of the string: 2,000 of
+    // them onto 1 MiB stay within the capacity one doubling gives (growing by the whole string
+    // each time ended at 4 MiB, a hundred times slower).
+    std::string big(1 << 20, 'b');
+    for (int i = 0; i < 2000; ++i) baton::detail::append_json_quoted(big, "a\nb");
+    CHECK(big.size() == (1u << 20) + 2000 * 6);
+    CHECK(big.capacity() < 3u << 20);
 }
 
 TEST_CASE("PutItem: bytes that are not UTF-8 travel as B (base64)") {

@@ -346,9 +346,11 @@ BATON_DECL std::string put_item_request(table_ref t, std::string_view key, std::
     bool const utf8 = is_utf8(body);
     std::size_t const small = t.table.size() + t.pk.size() + key.size() + version.size() +
                               (pc.which() == precondition::kind::matches ? pc.version().size() : 0);
-    // Room for the worst case of a small body (every string escaped, ten bytes of typed
-    // attribute a byte of body), so that it is written in one pass; a large one is counted.
-    std::size_t const expected = 320 + 6 * small + (body.size() <= 2048 ? 10 * body.size() : 3 * body.size());
+    // Room for what a request usually becomes (the string keeps this capacity while the request
+    // is in flight): the body escaped (a lease record grows by a third) and its typed attributes
+    // (by half). A string without room for its worst case (six bytes a byte) is counted first,
+    // and a body that needs more makes the writer grow.
+    std::size_t const expected = 256 + 2 * small + body.size() * 3;
     std::string out;
     {
         text_writer w(out, expected);

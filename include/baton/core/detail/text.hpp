@@ -107,7 +107,7 @@ inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {
 class text_writer {
 public:
     /// Writes after what `out` holds, with room for `expected` bytes before the first growth.
-    explicit text_writer(std::string& out, std::size_t expected = 0) : out_(out) {
+    explicit text_writer(std::string& out, std::size_t expected = 0) : out_(out), start_(out.size()) {
         std::size_t const len = out.size();
         out.resize(len + expected);
         p_ = out.data() + len;
@@ -143,8 +143,8 @@ public:
     /** Writes `s` as a JSON string, quotes included, escaped as `boost::json::serialize`
         escapes it: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control bytes as
         `\u00XX`, every other byte as it is. In one pass when there is room for the worst
-        case (six bytes a byte); else the escaped size is counted first, so a large string
-        never makes the string grow beyond what it needs. */
+        case (six bytes a byte); else the escaped size is counted first, and only the room it
+        needs is made. */
     void json_quoted(std::string_view s) {
         char* p;
         if (static_cast<std::size_t>(end_ - p_) / 6 > s.size() + 1) {
@@ -199,15 +199,20 @@ public:
     void advance(char* p) noexcept { p_ = p; }
 
 private:
+    // Room for n, and for half as much again as this writer has had: a run of small writes grows
+    // it geometrically, one large write by what it needs. Only this writer's part counts, so an
+    // append to a long string zero-fills no more than the append (the string's capacity grows
+    // geometrically on its own).
     void grow(std::size_t n) {
         std::size_t const len = size();
-        std::size_t const want = len + n;
-        out_.resize(want > 2 * out_.size() ? want : 2 * out_.size());
+        std::size_t const half = (out_.size() - start_) / 2;
+        out_.resize(len + (n > half ? n : half));
         p_ = out_.data() + len;
         end_ = out_.data() + out_.size();
     }
 
     std::string& out_;
+    std::size_t start_; // out_.size() when the writer was made
     char* p_;
     char* end_;
 };

@@ -14,7 +14,7 @@ BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_vie
     std::string out;
     {
         // Room for every string escaped at its worst, so each is written in one pass.
-        text_writer w(out, 160 + 6 * (owner.size() + value.size() + nonce.size()));
+        text_writer w(out, 192 + 6 * (owner.size() + value.size() + nonce.size()));
         w.literal(R"({"baton":"lease/1","owner":)");
         w.json_quoted(owner);
         auto number = [&w](auto v) { // 20 bytes: the longest 64-bit integer, sign included
