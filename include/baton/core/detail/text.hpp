@@ -100,7 +100,7 @@ inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {
 }();
 
 /** Writes text at the end of a string through a pointer, with plain stores: `room(n)` makes
-    space for `n` more bytes (the string grows, zero-filled, at least doubling), and the
+    space for `n` more bytes (the string grows, zero-filled; see grow()), and the
     destructor trims the string to what was written. A request written with an `append` per
     piece spent most of its time in the capacity checks and calls. The string must not be used
     by anything else while the writer lives. */
