@@ -99,6 +99,13 @@ inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {
     return t;
 }();
 
+/// The size of `s` written as a JSON string, quotes included (see `text_writer::json_quoted`).
+inline std::size_t json_quoted_size(std::string_view s) noexcept {
+    std::size_t n = s.size() + 2;
+    for (char c : s) n += json_escape_extra[static_cast<unsigned char>(c)];
+    return n;
+}
+
 /** Writes text at the end of a string through a pointer, with plain stores: `room(n)` makes
     space for `n` more bytes (the string grows, zero-filled; see grow()), and the
     destructor trims the string to what was written. A request written with an `append` per
@@ -150,10 +157,9 @@ public:
         if (static_cast<std::size_t>(end_ - p_) / 6 > s.size() + 1) {
             p = p_;
         } else {
-            std::size_t extra = 0;
-            for (char c : s) extra += json_escape_extra[static_cast<unsigned char>(c)];
-            p = room(s.size() + extra + 2);
-            if (extra == 0) {
+            std::size_t const size = json_quoted_size(s);
+            p = room(size);
+            if (size == s.size() + 2) { // nothing to escape
                 *p++ = '"';
                 if (!s.empty()) std::memcpy(p, s.data(), s.size());
                 p += s.size();
