@@ -1086,15 +1086,21 @@ TEST_CASE("TLS: the system trust store is loaded at the first TLS connection, no
     net::io_context ioc;
     auto tls = server_tls(pki().localhost);
     test_server srv(ioc, [](server_request const&, int) { return ok(); }, tls.get());
-    char const* before = std::getenv("SSL_CERT_FILE");
-    std::optional<std::string> const saved = before ? std::optional<std::string>(before) : std::nullopt;
+    struct restore_env { // also when a check throws: later cases rely on the system store
+        std::optional<std::string> saved;
+        restore_env() {
+            if (char const* v = std::getenv("SSL_CERT_FILE")) saved = v;
+        }
+        ~restore_env() {
+            if (saved)
+                ::setenv("SSL_CERT_FILE", saved->c_str(), 1);
+            else
+                ::unsetenv("SSL_CERT_FILE");
+        }
+    } const restore;
     bh::client c(ioc.get_executor()); // default: system trust store
     ::setenv("SSL_CERT_FILE", pki().ca_file.c_str(), 1);
     auto o = fetch(ioc, c, srv.ep(bh::scheme::https, "localhost"));
-    if (saved)
-        ::setenv("SSL_CERT_FILE", saved->c_str(), 1);
-    else
-        ::unsetenv("SSL_CERT_FILE");
     CHECK_FALSE(o.ec);
     CHECK(srv.stats().handshake_failures == 0);
 }

@@ -444,6 +444,12 @@ TEST_CASE("lease bodies round-trip, escaping quotes, control characters and UTF-
         // Sized to fit: the lease and the memory store keep the record, and its spare capacity
         // counted in lease_bench's bytes per held lease (room for six bytes a byte made it 1,359).
         CHECK(text.capacity() < text.size() + 32);
+        for (bool released : {false, true})
+            for (long turn : {0L, -5L, 25L, std::numeric_limits<long>::max()}) {
+                auto const t = encode_lease_body("o\"w", "v\n", "n", 7, released, std::chrono::milliseconds(-1),
+                                                 std::chrono::milliseconds(turn));
+                CHECK(t.capacity() < t.size() + 32);
+            }
         lease_body out;
         baton::diagnostics d;
         REQUIRE_FALSE(decode_lease_body(text, out, d));

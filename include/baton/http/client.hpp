@@ -126,7 +126,8 @@ public:
           verification failed:`. They are not retryable.
         - `errc::invalid_response`: a response over a size limit, truncated
           or malformed; the message names the limit or the fault.
-        - `errc::invalid_argument`: `ep` has no host or port, or `ro` is invalid.
+        - `errc::invalid_argument`: `ep` has no host or port, or `ro` is invalid
+          (or, for a TLS endpoint, OpenSSL could not make the client's TLS context).
         - `asio::error::operation_aborted`: cancelled.
 
         @par Executor

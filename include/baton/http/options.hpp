@@ -47,9 +47,14 @@ struct client_options {
         Empty (default): the system trust store
         (`ssl::context::set_default_verify_paths()`, which honours
         `SSL_CERT_FILE` / `SSL_CERT_DIR`), loaded at the client's first
-        TLS connection (a client of plain-HTTP endpoints never pays for
-        it). Set it for private CAs; the file is loaded when the client
-        is constructed, so that a bad one throws there.
+        TLS connection: a client of plain-HTTP endpoints never pays for
+        it, and the first TLS request waits for it (tens of ms, on the
+        thread that starts it; not counted against `connect_timeout`). The
+        store and those variables are read then, not when the client is
+        made: a program that chroots or drops access to `/etc/ssl` after
+        making its clients should set `ca_file`. Set it for private CAs
+        too; the file is loaded when the client is constructed, so that a
+        bad one throws there.
     */
     std::string ca_file;
     /** Skip TLS certificate and host-name verification. Default false. **Dangerous.**

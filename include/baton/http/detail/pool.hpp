@@ -171,10 +171,10 @@ struct client_state {
         SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
         ctx.set_verify_mode(opts.insecure_skip_verify ? asio::ssl::verify_none : asio::ssl::verify_peer);
         try {
-            if (opts.ca_file.empty())
-                ctx.set_default_verify_paths();
-            else
+            if (!opts.ca_file.empty())
                 ctx.load_verify_file(opts.ca_file);
+            else if (!opts.insecure_skip_verify) // nothing is verified: no store to load
+                ctx.set_default_verify_paths();
         } catch (boost::system::system_error const& e) {
             if (!opts.ca_file.empty())
                 throw config_error("client_options::ca_file: cannot load CA certificates from '" + opts.ca_file +

@@ -171,8 +171,8 @@ struct request_op : std::enable_shared_from_this<request_op> {
 
     // ---- connect -------------------------------------------------------------
     void open() {
-        auto const now = clock::now();
-        connect_deadline = std::min(deadline, now + st->opts.connect_timeout);
+        // The client's first TLS connection loads the trust store first (tens of ms): not out
+        // of the connect timeout, which starts after it.
         asio::ssl::context* tls = nullptr;
         if (ep.is_tls()) {
             try {
@@ -181,6 +181,8 @@ struct request_op : std::enable_shared_from_this<request_op> {
                 return finish(errc::invalid_argument, std::string("cannot set up TLS: ") + e.what());
             }
         }
+        auto const now = clock::now();
+        connect_deadline = std::min(deadline, now + st->opts.connect_timeout);
         conn = std::make_unique<connection>(st->ex, tls);
         error_code ec;
         auto const addr = asio::ip::make_address(ep.host, ec);

@@ -11,8 +11,8 @@ BATON_DECL void append_json_string(std::string& out, std::string_view s) { appen
 BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_view value, std::string_view nonce,
                                      std::uint64_t token, bool released, std::chrono::milliseconds ttl,
                                      std::chrono::milliseconds turn) {
-    // Sized exactly (but for a few bytes of literal): the record is kept, by the lease and by
-    // the memory store, and its capacity counts in the bytes per held lease.
+    // Sized exactly: the record is kept, by the lease and by the memory store, and its
+    // capacity counts in the bytes per held lease.
     char digits[3][24];
     auto format = [&digits](int k, auto v) {
         return std::string_view(digits[k], static_cast<std::size_t>(std::to_chars(digits[k], digits[k] + 24, v).ptr - digits[k]));
@@ -22,7 +22,9 @@ BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_vie
     std::string_view const turn_text = format(2, turn.count());
     std::string out;
     {
-        text_writer w(out, 96 + token_text.size() + ttl_text.size() + turn_text.size() + json_quoted_size(owner) +
+        constexpr std::size_t fixed = 80; // the literals below, held and without a turn
+        std::size_t const optional_part = (released ? 4 : 0) + (turn.count() > 0 ? 11 + turn_text.size() : 0);
+        text_writer w(out, fixed + optional_part + token_text.size() + ttl_text.size() + json_quoted_size(owner) +
                                json_quoted_size(value) + json_quoted_size(nonce));
         w.literal(R"({"baton":"lease/1","owner":)");
         w.json_quoted(owner);
