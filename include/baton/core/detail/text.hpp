@@ -153,21 +153,33 @@ public:
         case (six bytes a byte); else the escaped size is counted first, and only the room it
         needs is made. */
     void json_quoted(std::string_view s) {
-        char* p;
-        if (static_cast<std::size_t>(end_ - p_) / 6 > s.size() + 1) {
-            p = p_;
-        } else {
-            std::size_t const size = json_quoted_size(s);
-            p = room(size);
-            if (size == s.size() + 2) { // nothing to escape
-                *p++ = '"';
-                if (!s.empty()) std::memcpy(p, s.data(), s.size());
-                p += s.size();
-                *p++ = '"';
-                p_ = p;
-                return;
-            }
-        }
+        if (static_cast<std::size_t>(end_ - p_) / 6 > s.size() + 1)
+            escape(s, p_);
+        else
+            json_quoted(s, json_quoted_size(s));
+    }
+    /// The same when `quoted_size == json_quoted_size(s)` is known already: `s` is not counted again.
+    void json_quoted(std::string_view s, std::size_t quoted_size) {
+        char* p = room(quoted_size);
+        if (quoted_size != s.size() + 2) return escape(s, p);
+        *p++ = '"'; // nothing to escape
+        if (!s.empty()) std::memcpy(p, s.data(), s.size());
+        p += s.size();
+        *p++ = '"';
+        p_ = p;
+    }
+
+    /// A pointer to `n` writable bytes at the end; advance past what was used with `advance`.
+    char* room(std::size_t n) {
+        if (static_cast<std::size_t>(end_ - p_) < n) grow(n);
+        return p_;
+    }
+    /// Marks the bytes up to `p` (from `room`) as written.
+    void advance(char* p) noexcept { p_ = p; }
+
+private:
+    // Writes `s` quoted and escaped from `p`, where there is room for it.
+    void escape(std::string_view s, char* p) {
         *p++ = '"';
         for (char ch : s) {
             auto const c = static_cast<unsigned char>(ch);
@@ -196,15 +208,6 @@ public:
         p_ = p;
     }
 
-    /// A pointer to `n` writable bytes at the end; advance past what was used with `advance`.
-    char* room(std::size_t n) {
-        if (static_cast<std::size_t>(end_ - p_) < n) grow(n);
-        return p_;
-    }
-    /// Marks the bytes up to `p` (from `room`) as written.
-    void advance(char* p) noexcept { p_ = p; }
-
-private:
     // Room for n, and for half as much again as this writer has had: a run of small writes grows
     // it geometrically, one large write by what it needs. Only this writer's part counts, so an
     // append to a long string zero-fills no more than the append (the string's capacity grows

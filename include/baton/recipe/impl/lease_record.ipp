@@ -24,14 +24,17 @@ BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_vie
     {
         constexpr std::size_t fixed = 80; // the literals below, held and without a turn
         std::size_t const optional_part = (released ? 4 : 0) + (turn.count() > 0 ? 11 + turn_text.size() : 0);
-        text_writer w(out, fixed + optional_part + token_text.size() + ttl_text.size() + json_quoted_size(owner) +
-                               json_quoted_size(value) + json_quoted_size(nonce));
+        std::size_t const owner_size = json_quoted_size(owner);
+        std::size_t const value_size = json_quoted_size(value);
+        std::size_t const nonce_size = json_quoted_size(nonce);
+        text_writer w(out, fixed + optional_part + token_text.size() + ttl_text.size() + owner_size + value_size +
+                               nonce_size);
         w.literal(R"({"baton":"lease/1","owner":)");
-        w.json_quoted(owner);
+        w.json_quoted(owner, owner_size); // counted once, above
         w.literal(R"(,"token":)");
         w.raw(token_text);
         w.literal(R"(,"nonce":)");
-        w.json_quoted(nonce);
+        w.json_quoted(nonce, nonce_size); // counted once, above
         if (released)
             w.literal(R"(,"state":"released")");
         else
@@ -43,7 +46,7 @@ BATON_DECL std::string encode_lease_body(std::string_view owner, std::string_vie
             w.raw(turn_text);
         }
         w.literal(R"(,"value":)");
-        w.json_quoted(value);
+        w.json_quoted(value, value_size); // counted once, above
         w.put('}');
     }
     return out;
