@@ -228,6 +228,47 @@ TEST_CASE("append_json_quoted escapes as boost::json::serialize does: every byte
     CHECK(direct("") == "prefix:\"\"");
 }
 
+TEST_CASE("JSON strings and UTF-8 are scanned a word at a time: a byte at every offset of a word") {
+    // The scans test eight bytes at once and fall back to bytes where a word has something to
+    // escape: every byte value at every offset of two words, among bytes that need no escape
+    // (ASCII and UTF-8 high bytes), written and sized as Boost.JSON writes them.
+    auto by_tree = [](std::string_view s) { return boost::json::serialize(boost::json::string(s)); };
+    std::string const plain = "abcdefgh\xc3\xa9ijklmn\xe2\x82\xacopqrs"; // 24 bytes, none escaped
+    for (int b = 0; b < 256; ++b) {
+        for (std::size_t at = 0; at < plain.size(); ++at) {
+            for (std::size_t len : {at + 1, plain.size()}) {
+                std::string s = plain.substr(0, len);
+                s[at] = static_cast<char>(b);
+                INFO("byte " << b << " at " << at << " of " << len);
+                std::string out;
+                baton::detail::append_json_quoted(out, s);
+                REQUIRE(out == by_tree(s));
+                REQUIRE(baton::detail::json_quoted_size(s) == out.size());
+                // Two escapes in one word, and one in the next.
+                s += "\"x\ny";
+                out.clear();
+                baton::detail::append_json_quoted(out, s);
+                REQUIRE(out == by_tree(s));
+                REQUIRE(baton::detail::json_quoted_size(s) == out.size());
+            }
+        }
+    }
+    // UTF-8 validation: a bad byte at every offset of long ASCII runs is found, a good
+    // sequence at every offset is accepted.
+    std::string const ascii(40, 'a');
+    for (std::size_t at = 0; at < ascii.size(); ++at) {
+        INFO("offset " << at);
+        std::string bad = ascii;
+        bad[at] = '\xff';
+        CHECK(!baton::detail::is_utf8(bad));
+        std::string good = ascii;
+        good.insert(at, "\xf0\x9f\x98\x80");
+        CHECK(baton::detail::is_utf8(good));
+        CHECK(!baton::detail::is_utf8(good.substr(0, at + 3))); // cut inside the sequence
+    }
+    static_assert(baton::detail::is_utf8("constant evaluation still decodes"));
+}
+
 TEST_CASE("text_writer: one-pass escapes with room, counted ones without, growth, rewind") {
     auto by_tree = [](std::string_view s) { return boost::json::serialize(boost::json::string(s)); };
     std::mt19937_64 rng(20261128);

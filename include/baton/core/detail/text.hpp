@@ -5,6 +5,7 @@
 // Layer: core, internal. Small text helpers every layer needs, written once:
 // UTF-8 decoding and validation, trimming ASCII white space, hex digits, JSON strings.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -65,9 +66,25 @@ constexpr utf8_char decode_utf8_at(std::string_view s, std::size_t i) noexcept {
     return out;
 }
 
+/// Eight bytes of `p` as one word, for the scans below that test a word at a time.
+inline std::uint64_t load_word(char const* p) noexcept {
+    std::uint64_t w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+}
+
+/// How many of the first bytes of `s` are ASCII, eight at a time (a multiple of eight, or all).
+inline std::size_t ascii_prefix(std::string_view s) noexcept {
+    std::size_t i = 0;
+    while (s.size() - i >= 8 && (load_word(s.data() + i) & 0x8080808080808080u) == 0) i += 8;
+    return i;
+}
+
 /// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 constexpr bool is_utf8(std::string_view s) noexcept {
-    for (std::size_t i = 0; i < s.size();) {
+    std::size_t i = 0;
+    if (!std::is_constant_evaluated()) i = ascii_prefix(s); // records are ASCII: a word at a time
+    for (; i < s.size();) {
         if (static_cast<unsigned char>(s[i]) < 0x80) { // ASCII, nearly every byte of a record: no decoding
             ++i;
             continue;
@@ -99,10 +116,36 @@ inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {
     return t;
 }();
 
+/** True when none of the eight bytes of `w` is escaped in a JSON string: no control byte
+    (below 0x20), `"` or `\\`. Bytes from 0x80 up pass (UTF-8 is written as it is). */
+inline bool json_plain_word(std::uint64_t w) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    // The exact tests for "some byte is below n" and "some byte is zero" (the last two, after
+    // an XOR that makes a `"` or `\\` zero): each leaves a high bit set only when a byte matches.
+    auto const control = (w - ones * 0x20) & ~w;
+    auto const quote = w ^ (ones * '"');
+    auto const backslash = w ^ (ones * '\\');
+    auto const zero_quote = (quote - ones) & ~quote;
+    auto const zero_backslash = (backslash - ones) & ~backslash;
+    return ((control | zero_quote | zero_backslash) & highs) == 0;
+}
+
+/// How many of the first bytes of `s` need no escape in a JSON string, eight at a time.
+inline std::size_t json_plain_prefix(std::string_view s) noexcept {
+    std::size_t i = 0;
+    while (s.size() - i >= 8 && json_plain_word(load_word(s.data() + i))) i += 8;
+    return i;
+}
+
 /// The size of `s` written as a JSON string, quotes included (see `text_writer::json_quoted`).
 inline std::size_t json_quoted_size(std::string_view s) noexcept {
     std::size_t n = s.size() + 2;
-    for (char c : s) n += json_escape_extra[static_cast<unsigned char>(c)];
+    for (std::size_t i = 0; i < s.size();) {
+        i += json_plain_prefix(s.substr(i));
+        // The word with something to escape, or the tail shorter than a word, byte by byte.
+        for (std::size_t const end = std::min(s.size(), i + 8); i < end; ++i)
+            n += json_escape_extra[static_cast<unsigned char>(s[i])];
+    }
     return n;
 }
 
