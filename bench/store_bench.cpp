@@ -14,7 +14,7 @@
 //       CLOCK_MONOTONIC in every process, never overlap, and reports per-process counts.
 //   store_bench s3-cycle     [--n 1000] [--warmup 50] [--max-seconds 30]
 //       The cycle figure with baton::s3_lease (BATON_S3_* : Ceph RGW).
-//   store_bench http-ddb     [--n 5000] [--op cycle-unsigned|put-unsigned|put-signed|get-signed]
+//   store_bench http-ddb     [--n 5000] [--op cycle-unsigned|cycle-signed|put-unsigned|put-signed|get-signed]
 //                            [--client baton|beast-sync]
 //       Sequential requests over one keep-alive connection to dynalite. cycle-unsigned sends
 //       e_raw_floor.js's cycle (conditional PutItem + conditional DeleteItem): the wire floor
@@ -899,6 +899,54 @@ int cmd_http_ddb(args const& a) {
             r.set(bhttp::field::authorization, dummy_auth);
             return r;
         };
+    } else if (op == "cycle-signed") {
+        // The lease's own cycle, written by hand: a conditional PutItem of the held record, then
+        // one of the released record, each conditioned on the version the one before wrote, of
+        // the same shape and size as dynamodb_lease's, signed (cached key) as AWS requires.
+        c.parts = 2;
+        struct versions {
+            std::uint64_t next = 0;
+            std::string current; // empty: the item does not exist yet
+        };
+        auto v = std::make_shared<versions>();
+        // A key of this run's own: its first write is conditioned on the item's absence.
+        std::string const key = "cxx-signed-lock-" + std::to_string(::getpid()) + "-" +
+                                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+        c.make = [ep, creds, signing, signer, v, key](int i, int part) {
+            char ver[33], nonce[33];
+            std::snprintf(ver, sizeof ver, "%016llx%016llx", 0x5eedULL, static_cast<unsigned long long>(++v->next));
+            std::snprintf(nonce, sizeof nonce, "%032llx", static_cast<unsigned long long>(i));
+            std::string const token = std::to_string(i + 1);
+            char const* const state = part == 0 ? "held" : "released";
+            std::string body = R"({"TableName":"peer-floor","Item":{"id":{"S":")" + key + R"("},"ver":{"S":")";
+            body += ver;
+            body += R"("},"body":{"S":"{\"baton\":\"lease/1\",\"owner\":\"bench#04143e896126d105\",\"token\":)";
+            body += token;
+            body += R"(,\"nonce\":\")";
+            body += nonce;
+            body += R"(\",\"state\":\")";
+            body += state;
+            body += R"(\",\"ttl_ms\":20000,\"value\":\"\"}"},"baton":{"S":"lease/1"},"owner":{"S":"bench#04143e896126d105"},)";
+            body += R"("token":{"N":")";
+            body += token;
+            body += R"("},"nonce":{"S":")";
+            body += nonce;
+            body += R"("},"state":{"S":")";
+            body += state;
+            body += R"("},"ttl_ms":{"N":"20000"},"value":{"S":""}},)";
+            if (v->current.empty()) {
+                body += R"j("ConditionExpression":"attribute_not_exists(id)")j";
+            } else {
+                body += R"("ConditionExpression":"#v = :v","ExpressionAttributeNames":{"#v":"ver"},)";
+                body += R"("ExpressionAttributeValues":{":v":{"S":")" + v->current + R"("}})";
+            }
+            body += R"(,"ReturnValuesOnConditionCheckFailure":"ALL_OLD"})";
+            v->current = ver;
+            auto r = ddb_request(ep, "PutItem", std::move(body));
+            r.set(bhttp::field::accept_encoding, "identity");
+            if (signer.sign(r, creds, signing, std::chrono::system_clock::now())) die("signing failed");
+            return r;
+        };
     } else if (op == "put-unsigned") {
         c.make = [ep](int, int) {
             auto r = ddb_request(ep, "PutItem", std::string(floor_put_body));
@@ -916,7 +964,7 @@ int cmd_http_ddb(args const& a) {
             return r;
         };
     } else {
-        die("--op cycle-unsigned|put-unsigned|put-signed|get-signed");
+        die("--op cycle-unsigned|cycle-signed|put-unsigned|put-signed|get-signed");
     }
     if (client == "baton") run_baton_client(c, warmup, n, "ddb-" + op);
     else if (client == "beast-sync") run_beast_sync(c, warmup, n, "ddb-" + op);
