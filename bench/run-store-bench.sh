@@ -89,6 +89,7 @@ for rep in $(seq 1 "$REPS"); do
   run 1 "$rep" "${P[@]}" "$BENCH" ddb-cycle --n "$N"
   run 1 "$rep" "${P[@]}" node e_raw_floor.js --variant cycle --n "$N"
   run 1 "$rep" "${P[@]}" "$BENCH" http-ddb --op cycle-unsigned --n "$N" --client beast-sync
+  run 1 "$rep" "${P[@]}" "$BENCH" http-ddb --op cycle-signed --n "$N" --client beast-sync
   run 1 "$rep" "${P[@]}" "$BENCH" http-ddb --op cycle-unsigned --n "$N"
   run 1 "$rep" "${P[@]}" node a_lockclient_seq.js --mode failclosed --n "$N"
   run 1 "$rep" "${P[@]}" node b_sdkv3.js --target ddb --n "$N"
@@ -158,11 +159,26 @@ def ratio(label, a, b):
     for r in gb: per.setdefault(r["rep"], [None, None])[1] = r["ops_per_s"]
     pr = sorted(x / y for x, y in per.values() if x and y)
     print("| %s | %.2f | %s |" % (label, med(ga, "ops_per_s") / med(gb, "ops_per_s"), ", ".join("%.2f" % x for x in pr)))
+def cpu_ratio(label, a, b):
+    ga, gb = groups.get(a), groups.get(b)
+    if not ga or not gb: return
+    per = {}
+    for r in ga: per.setdefault(r["rep"], [None, None])[0] = r.get("client_cpu_us_per_op")
+    for r in gb: per.setdefault(r["rep"], [None, None])[1] = r.get("client_cpu_us_per_op")
+    pr = sorted(x / y for x, y in per.values() if x and y)
+    if pr: print("| %s | %.2f | %s |" % (label, med(ga, "client_cpu_us_per_op") / med(gb, "client_cpu_us_per_op"), ", ".join("%.2f" % x for x in pr)))
+print()
+print("| ratio (client CPU per cycle, lower is better) | of medians | per round |")
+print("|---|---|---|")
+cpu_ratio("baton dynamodb_lease / blocking Beast cycle (unsigned)", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
+cpu_ratio("baton dynamodb_lease / blocking Beast, the lease's two requests signed", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-signed"))
+cpu_ratio("baton http::client cycle / blocking Beast cycle (unsigned)", ("1", "baton_http_client", "ddb-cycle-unsigned"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
 print()
 print("| ratio (ops/s) | of medians | per round |")
 print("|---|---|---|")
 ratio("baton dynamodb_lease / raw floor (cycle)", ("1", "baton_dynamodb_lease", "cycle"), ("1", "e_raw_floor_node", "cycle"))
 ratio("baton dynamodb_lease / C++ blocking Beast cycle (same wire work, unsigned)", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
+ratio("baton dynamodb_lease / C++ blocking Beast, the lease's two requests signed", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-signed"))
 ratio("baton http::client cycle / blocking Beast cycle (unsigned)", ("1", "baton_http_client", "ddb-cycle-unsigned"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
 ratio("baton dynamodb_lease / dynamodb-lock-client FailClosed", ("1", "baton_dynamodb_lease", "cycle"), ("1", "a_lockclient_seq", "failclosed"))
 ratio("baton dynamodb_lease / AWS SDK v3 cycle", ("1", "baton_dynamodb_lease", "cycle"), ("1", "b_sdkv3", "ddb"))
