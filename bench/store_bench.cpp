@@ -935,7 +935,7 @@ int cmd_http_ddb(args const& a) {
             body += state;
             body += R"("},"ttl_ms":{"N":"20000"},"value":{"S":""}},)";
             if (v->current.empty()) {
-                body += R"j("ConditionExpression":"attribute_not_exists(id)")j";
+                body += R"j("ConditionExpression":"attribute_not_exists(#k)","ExpressionAttributeNames":{"#k":"id"})j";
             } else {
                 body += R"("ConditionExpression":"#v = :v","ExpressionAttributeNames":{"#v":"ver"},)";
                 body += R"("ExpressionAttributeValues":{":v":{"S":")" + v->current + R"("}})";

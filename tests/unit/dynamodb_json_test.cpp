@@ -10,7 +10,9 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -230,9 +232,25 @@ TEST_CASE("append_json_quoted escapes as boost::json::serialize does: every byte
 
 TEST_CASE("JSON strings and UTF-8 are scanned a word at a time: a byte at every offset of a word") {
     // The scans test eight bytes at once and fall back to bytes where a word has something to
-    // escape: every byte value at every offset of two words, among bytes that need no escape
-    // (ASCII and UTF-8 high bytes), written and sized as Boost.JSON writes them.
+    // escape: every byte value at every offset of three words, among bytes that need no escape
+    // (ASCII and UTF-8 high bytes), written and sized as Boost.JSON writes them. Each string is
+    // scanned from a heap block of exactly its size, so that a read past its end shows (ASan).
     auto by_tree = [](std::string_view s) { return boost::json::serialize(boost::json::string(s)); };
+    auto utf8_bytewise = [](std::string_view s) {
+        for (std::size_t i = 0; i < s.size(); i += baton::detail::decode_utf8_at(s, i).length)
+            if (baton::detail::decode_utf8_at(s, i).problem != baton::detail::utf8_problem::none) return false;
+        return true;
+    };
+    auto check = [&](std::string const& text) {
+        auto exact = std::make_unique<char[]>(text.size());
+        std::copy(text.begin(), text.end(), exact.get());
+        std::string_view const s(exact.get(), text.size());
+        std::string out;
+        baton::detail::append_json_quoted(out, s);
+        REQUIRE(out == by_tree(s));
+        REQUIRE(baton::detail::json_quoted_size(s) == out.size());
+        REQUIRE(baton::detail::is_utf8(s) == utf8_bytewise(s));
+    };
     std::string const plain = "abcdefgh\xc3\xa9ijklmn\xe2\x82\xacopqrs"; // 24 bytes, none escaped
     for (int b = 0; b < 256; ++b) {
         for (std::size_t at = 0; at < plain.size(); ++at) {
@@ -240,21 +258,13 @@ TEST_CASE("JSON strings and UTF-8 are scanned a word at a time: a byte at every 
                 std::string s = plain.substr(0, len);
                 s[at] = static_cast<char>(b);
                 INFO("byte " << b << " at " << at << " of " << len);
-                std::string out;
-                baton::detail::append_json_quoted(out, s);
-                REQUIRE(out == by_tree(s));
-                REQUIRE(baton::detail::json_quoted_size(s) == out.size());
-                // Two escapes in one word, and one in the next.
-                s += "\"x\ny";
-                out.clear();
-                baton::detail::append_json_quoted(out, s);
-                REQUIRE(out == by_tree(s));
-                REQUIRE(baton::detail::json_quoted_size(s) == out.size());
+                check(s);
+                check(s + "\"x\ny"); // and a tail, shorter than a word, with two escapes
             }
         }
     }
     // UTF-8 validation: a bad byte at every offset of long ASCII runs is found, a good
-    // sequence at every offset is accepted.
+    // sequence at every offset is accepted, one cut short is not.
     std::string const ascii(40, 'a');
     for (std::size_t at = 0; at < ascii.size(); ++at) {
         INFO("offset " << at);
@@ -264,9 +274,11 @@ TEST_CASE("JSON strings and UTF-8 are scanned a word at a time: a byte at every 
         std::string good = ascii;
         good.insert(at, "\xf0\x9f\x98\x80");
         CHECK(baton::detail::is_utf8(good));
-        CHECK(!baton::detail::is_utf8(good.substr(0, at + 3))); // cut inside the sequence
+        CHECK(!baton::detail::is_utf8(good.substr(0, at + 3)));
     }
-    static_assert(baton::detail::is_utf8("constant evaluation still decodes"));
+    // In constant evaluation the bytes are decoded one by one.
+    static_assert(baton::detail::is_utf8("constant \xc3\xa9valuation"));
+    static_assert(!baton::detail::is_utf8("constant \xc3valuation"));
 }
 
 TEST_CASE("text_writer: one-pass escapes with room, counted ones without, growth, rewind") {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace baton::detail {
 
@@ -73,7 +74,7 @@ inline std::uint64_t load_word(char const* p) noexcept {
     return w;
 }
 
-/// How many of the first bytes of `s` are ASCII, eight at a time (a multiple of eight, or all).
+/// How many of the first bytes of `s` are ASCII, counted eight at a time: a multiple of eight.
 inline std::size_t ascii_prefix(std::string_view s) noexcept {
     std::size_t i = 0;
     while (s.size() - i >= 8 && (load_word(s.data() + i) & 0x8080808080808080u) == 0) i += 8;
