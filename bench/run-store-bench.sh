@@ -151,22 +151,15 @@ for k in sorted(groups, key=lambda k: (k[0], list(groups).index(k))):
     cpu = med(g, "client_cpu_us_per_op") if "client_cpu_us_per_op" in g[0] else med(g, "client_cpu_us_per_acq")
     print("| %s | %s | %s | %d | %.0f (%.0f-%.0f) | %.3f | %.3f | %s | %s |" % (k[0], k[1], k[2], len(g), st.median(ops), min(ops), max(ops),
           med(g, "p50_ms"), med(g, "p99_ms"), "-" if cpu is None else "%.1f" % cpu, "; ".join(notes)))
-def ratio(label, a, b):
+def ratio(label, a, b, field="ops_per_s"):
     ga, gb = groups.get(a), groups.get(b)
     if not ga or not gb: return
     per = {}
-    for r in ga: per.setdefault(r["rep"], [None, None])[0] = r["ops_per_s"]
-    for r in gb: per.setdefault(r["rep"], [None, None])[1] = r["ops_per_s"]
+    for r in ga: per.setdefault(r["rep"], [None, None])[0] = r.get(field)
+    for r in gb: per.setdefault(r["rep"], [None, None])[1] = r.get(field)
     pr = sorted(x / y for x, y in per.values() if x and y)
-    print("| %s | %.2f | %s |" % (label, med(ga, "ops_per_s") / med(gb, "ops_per_s"), ", ".join("%.2f" % x for x in pr)))
-def cpu_ratio(label, a, b):
-    ga, gb = groups.get(a), groups.get(b)
-    if not ga or not gb: return
-    per = {}
-    for r in ga: per.setdefault(r["rep"], [None, None])[0] = r.get("client_cpu_us_per_op")
-    for r in gb: per.setdefault(r["rep"], [None, None])[1] = r.get("client_cpu_us_per_op")
-    pr = sorted(x / y for x, y in per.values() if x and y)
-    if pr: print("| %s | %.2f | %s |" % (label, med(ga, "client_cpu_us_per_op") / med(gb, "client_cpu_us_per_op"), ", ".join("%.2f" % x for x in pr)))
+    if pr: print("| %s | %.2f | %s |" % (label, med(ga, field) / med(gb, field), ", ".join("%.2f" % x for x in pr)))
+cpu_ratio = lambda label, a, b: ratio(label, a, b, "client_cpu_us_per_op")
 print()
 print("| ratio (client CPU per cycle, lower is better) | of medians | per round |")
 print("|---|---|---|")
