@@ -159,20 +159,20 @@ def ratio(label, a, b, field="ops_per_s"):
     for r in gb: per.setdefault(r["rep"], [None, None])[1] = r.get(field)
     pr = sorted(x / y for x, y in per.values() if x and y)
     if pr: print("| %s | %.2f | %s |" % (label, med(ga, field) / med(gb, field), ", ".join("%.2f" % x for x in pr)))
-cpu_ratio = lambda label, a, b: ratio(label, a, b, "client_cpu_us_per_op")
+lease, http = ("1", "baton_dynamodb_lease", "cycle"), ("1", "baton_http_client", "ddb-cycle-unsigned")
+unsigned, signed = ("1", "beast_sync_client", "ddb-cycle-unsigned"), ("1", "beast_sync_client", "ddb-cycle-signed")
+against_blocking = [("baton dynamodb_lease / C++ blocking Beast cycle (same wire work, unsigned)", lease, unsigned),
+                    ("baton dynamodb_lease / C++ blocking Beast, the lease's two requests signed", lease, signed),
+                    ("baton http::client cycle / blocking Beast cycle (unsigned)", http, unsigned)]
 print()
 print("| ratio (client CPU per cycle, lower is better) | of medians | per round |")
 print("|---|---|---|")
-cpu_ratio("baton dynamodb_lease / blocking Beast cycle (unsigned)", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
-cpu_ratio("baton dynamodb_lease / blocking Beast, the lease's two requests signed", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-signed"))
-cpu_ratio("baton http::client cycle / blocking Beast cycle (unsigned)", ("1", "baton_http_client", "ddb-cycle-unsigned"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
+for label, a, b in against_blocking: ratio(label, a, b, "client_cpu_us_per_op")
 print()
 print("| ratio (ops/s) | of medians | per round |")
 print("|---|---|---|")
-ratio("baton dynamodb_lease / raw floor (cycle)", ("1", "baton_dynamodb_lease", "cycle"), ("1", "e_raw_floor_node", "cycle"))
-ratio("baton dynamodb_lease / C++ blocking Beast cycle (same wire work, unsigned)", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
-ratio("baton dynamodb_lease / C++ blocking Beast, the lease's two requests signed", ("1", "baton_dynamodb_lease", "cycle"), ("1", "beast_sync_client", "ddb-cycle-signed"))
-ratio("baton http::client cycle / blocking Beast cycle (unsigned)", ("1", "baton_http_client", "ddb-cycle-unsigned"), ("1", "beast_sync_client", "ddb-cycle-unsigned"))
+ratio("baton dynamodb_lease / raw floor (cycle)", lease, ("1", "e_raw_floor_node", "cycle"))
+for label, a, b in against_blocking: ratio(label, a, b)
 ratio("baton dynamodb_lease / dynamodb-lock-client FailClosed", ("1", "baton_dynamodb_lease", "cycle"), ("1", "a_lockclient_seq", "failclosed"))
 ratio("baton dynamodb_lease / AWS SDK v3 cycle", ("1", "baton_dynamodb_lease", "cycle"), ("1", "b_sdkv3", "ddb"))
 for k in groups:
