@@ -19,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <exception>
+#include <tuple>
 #include <variant>
 
 namespace baton {
@@ -63,8 +64,12 @@ boost::asio::awaitable<error_code> run_while_held(Lease& lease, Work work, acqui
     // the next co_await (which would leave the lease held and renewing with nobody to release it).
     co_await asio::this_coro::throw_if_cancelled(false);
     auto const closed = detail::closed_watch_of(lease);
-    auto [acquired, grant] = co_await lease.async_acquire(opts, asio::as_tuple(asio::use_awaitable));
+    // Named variables, not a structured binding: the lambda below captures the grant, and
+    // capturing a structured binding is C++20 that clang 14 (Debian 12's) does not implement.
+    auto acquire_result = co_await lease.async_acquire(opts, asio::as_tuple(asio::use_awaitable));
+    error_code const acquired = std::get<0>(acquire_result);
     if (acquired) co_return acquired;
+    auto& grant = std::get<1>(acquire_result);
 
     std::exception_ptr failure;
     auto guarded = [&]() -> asio::awaitable<void> {

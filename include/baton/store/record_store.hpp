@@ -42,6 +42,7 @@
 */
 
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/post_completion.hpp>
 #include <baton/core/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -176,13 +177,6 @@ struct store_limits {
 };
 
 namespace detail {
-// How a backend that finishes its work in the initiating function completes:
-// never inline; the handler runs later, on its associated executor.
-template <class Executor, class Handler, class Result>
-void post_completion(Executor const& ex, Handler&& h, error_code ec, Result&& r) {
-    boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), ec, std::forward<Result>(r)));
-}
-
 // How a backend that does its work in the initiating function offers it as an asynchronous
 // operation with completion `void(error_code, Result)`: `work(result)` runs at initiation and
 // returns the error; the handler runs later, never inline, on its associated executor (`ex` by default).
@@ -192,6 +186,7 @@ auto async_at_once(Executor const& ex, Token&& token, Work work) {
         [ex](auto handler, Work w) {
             Result r;
             error_code ec = w(r);
+            // Never inline: the handler runs later, on its associated executor.
             post_completion(ex, std::move(handler), ec, std::move(r));
         },
         token, std::move(work));

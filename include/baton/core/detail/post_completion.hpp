@@ -12,32 +12,35 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <type_traits>
 #include <utility>
 
 namespace baton::detail {
 
 /// Runs `h(args...)` later, never inside the caller: posted through `ex`, on the handler's associated executor.
-template <class Handler, class... Args>
-void post_completion(boost::asio::any_io_executor const& ex, Handler&& h, Args&&... args) {
-    // Through the io_context's own executor when that is what `ex` holds: a type-erased handler's
-    // associated executor is then built around it in place, where around an any_io_executor it
-    // takes two heap allocations per completion.
-    if (auto const* io = ex.target<boost::asio::io_context::executor_type>())
-        boost::asio::post(*io, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
-    else
-        boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
+template <class Executor, class Handler, class... Args>
+void post_completion(Executor const& ex, Handler&& h, Args&&... args) {
+    // Through the io_context's own executor when that is what an any_io_executor holds: a
+    // type-erased handler's associated executor is then built around it in place, where around an
+    // any_io_executor it takes two heap allocations per completion.
+    if constexpr (std::is_same_v<Executor, boost::asio::any_io_executor>) {
+        if (auto const* io = ex.template target<boost::asio::io_context::executor_type>())
+            return boost::asio::post(*io, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
+    }
+    boost::asio::post(ex, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
 }
 
 /** Runs `h(args...)` through its associated executor, inline when that executor allows it. Only
     for an answer that is itself being delivered by a posted completion (a response that
     arrived), never from the function that started the operation: the handler is then still
     never run inside its initiating function, and one hop through the scheduler is saved. */
-template <class Handler, class... Args>
-void dispatch_completion(boost::asio::any_io_executor const& ex, Handler&& h, Args&&... args) {
-    if (auto const* io = ex.target<boost::asio::io_context::executor_type>())
-        boost::asio::dispatch(*io, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
-    else
-        boost::asio::dispatch(ex, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
+template <class Executor, class Handler, class... Args>
+void dispatch_completion(Executor const& ex, Handler&& h, Args&&... args) {
+    if constexpr (std::is_same_v<Executor, boost::asio::any_io_executor>) {
+        if (auto const* io = ex.template target<boost::asio::io_context::executor_type>())
+            return boost::asio::dispatch(*io, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
+    }
+    boost::asio::dispatch(ex, boost::asio::append(std::forward<Handler>(h), std::forward<Args>(args)...));
 }
 
 } // namespace baton::detail

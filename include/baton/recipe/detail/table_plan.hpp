@@ -143,7 +143,9 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
             auto const& b = s.body;
             if (b.retired || b.owner != most->first || !v.term_live(b.owner, b.term)) continue;
             if (!b.requested_by.empty() && v.term_live(b.requested_by, b.requested_term)) continue;
-            if (std::any_of(plan.request.begin(), plan.request.end(), [&](auto const& r) { return r.first == id; })) continue;
+            // `shard_id` because clang 14 cannot capture a structured binding (`id`) in a lambda.
+            auto const& shard_id = id;
+            if (std::any_of(plan.request.begin(), plan.request.end(), [&](auto const& r) { return r.first == shard_id; })) continue;
             candidates.push_back(id);
         }
         if (candidates.empty()) break;
