@@ -248,11 +248,13 @@ int main(int argc, char** argv) {
         long counter = 0;
         for (auto t = 0ms; t < std::chrono::duration_cast<std::chrono::milliseconds>(renew_period * periods); t += 100ms) {
             if (t % renew_period == 0ms)
-                for (auto& [key, version] : rows)
-                    kstore.async_put(key, kcl_row(0, ++counter), baton::precondition::matches(version),
+                for (auto& row : rows) {
+                    auto& version = std::get<1>(row);
+                    kstore.async_put(std::get<0>(row), kcl_row(0, ++counter), baton::precondition::matches(version),
                                      [&version](baton::error_code ec, baton::put_result r) {
                                          if (!ec) version = r.version;
                                      });
+                }
             if (t % scan_period == 0ms)
                 for (int w = 0; w < workers; ++w)
                     for (int page = 0; page * 1000 < shards; ++page)

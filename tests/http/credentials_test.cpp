@@ -686,12 +686,15 @@ TEST_CASE("web identity: STS errors are classified and never echo the token") {
                                        "OIDC provider)");
     CHECK_FALSE(contains(g.fc.diag.message, "super-secret-jwt-token"));
 
-    for (auto [st, code, ec] : std::vector<std::tuple<unsigned, std::string, baton::errc>>{
+    for (auto const& row : std::vector<std::tuple<unsigned, std::string, baton::errc>>{
              {400, "Throttling", errc::throttled},
              {400, "IDPCommunicationError", errc::service_unavailable},
              {403, "AccessDenied", errc::auth_failed},
              {400, "ValidationError", errc::invalid_argument},
              {503, "", errc::service_unavailable}}) {
+        auto const& st = std::get<0>(row);
+        auto const& code = std::get<1>(row);
+        auto const& ec = std::get<2>(row);
         status = st;
         body = code.empty() ? std::string("<html>unavailable</html>") : sts_error(code, "m");
         p.invalidate();
@@ -1127,7 +1130,9 @@ TEST_CASE("S3 and DynamoDB: an expired session token gets fresh credentials and 
         auto p = params(server);
         p.credentials_provider = aws::environment_credentials(ioc.get_executor(), env.lookup());
         auto b = make_backend(p);
-        auto [ec, r] = get_once(ioc, b);
+        auto r_result = get_once(ioc, b);
+        auto& ec = std::get<0>(r_result);
+        auto& r = std::get<1>(r_result);
         CHECK_MESSAGE(!ec, r.diag.message);
         REQUIRE(r.found);
         CHECK(r.found->body == "hello");

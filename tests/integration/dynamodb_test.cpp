@@ -37,6 +37,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -144,8 +145,10 @@ struct table_fixture {
 
     explicit table_fixture(server_env e, std::string_view what = "t")
         : env(std::move(e)), table(unique_name(what)), backend(ioc.get_executor(), params_for(env, table)) {
-        auto [ec, info] = await<baton::dynamodb_table_info>(
+        auto info_result = await<baton::dynamodb_table_info>(
             ioc, [&](auto h) { backend.async_create_table(std::move(h)); }, 30s);
+        auto& ec = std::get<0>(info_result);
+        auto& info = std::get<1>(info_result);
         INFO(info.diag.to_string());
         REQUIRE(!ec);
         CHECK(info.created);
@@ -246,7 +249,9 @@ baton::s3_backend_params s3rver_params(server_env const& e, std::string prefix) 
         p.bucket = name;
         asio::io_context ioc;
         baton::s3_backend b(ioc.get_executor(), p);
-        auto [ec, diag] = await<baton::diagnostics>(ioc, [&](auto h) { b.async_create_bucket(std::move(h)); });
+        auto diag_result = await<baton::diagnostics>(ioc, [&](auto h) { b.async_create_bucket(std::move(h)); });
+        auto& ec = std::get<0>(diag_result);
+        auto& diag = std::get<1>(diag_result);
         INFO(diag.to_string());
         REQUIRE(!ec);
         bucket = name;
@@ -451,7 +456,9 @@ TEST_CASE("a missing table is a clear not_found that says how to create it") {
     auto const table = unique_name("missing");
     baton::dynamodb_backend b(ioc.get_executor(), params_for(env, table));
 
-    auto [ec1, g] = await<baton::get_result>(ioc, [&](auto h) { b.async_get("k", std::move(h)); });
+    auto g_result = await<baton::get_result>(ioc, [&](auto h) { b.async_get("k", std::move(h)); });
+    auto& ec1 = std::get<0>(g_result);
+    auto& g = std::get<1>(g_result);
     CHECK(ec1 == errc::not_found);
     INFO(g.diag.message);
     CHECK(g.diag.service_code == "ResourceNotFoundException");
@@ -494,7 +501,9 @@ TEST_CASE("a table with another key schema is a clear error naming the expected 
     REQUIRE(!ec0);
 
     // async_create_table waits for ACTIVE, then refuses the schema.
-    auto [ec1, info] = await<baton::dynamodb_table_info>(ioc, [&](auto h) { b.async_create_table(std::move(h)); }, 30s);
+    auto info_result = await<baton::dynamodb_table_info>(ioc, [&](auto h) { b.async_create_table(std::move(h)); }, 30s);
+    auto& ec1 = std::get<0>(info_result);
+    auto& info = std::get<1>(info_result);
     CHECK(ec1 == errc::invalid_argument);
     CHECK(!info.created);
     CHECK(info.key_schema == "id (S, HASH)");
@@ -634,7 +643,9 @@ TEST_CASE("leases: a holder whose record was taken over learns lease_lost on its
         auto [gec, cur] = f.get("jobs/y");
         REQUIRE(!gec);
         REQUIRE(cur.found);
-        auto [pec, pr] = f.put("jobs/y", intruder, precondition::matches(cur.found->version));
+        auto pr_result = f.put("jobs/y", intruder, precondition::matches(cur.found->version));
+        auto& pec = std::get<0>(pr_result);
+        auto& pr = std::get<1>(pr_result);
         INFO(pr.diag.to_string());
         if (pec != errc::precondition_failed) {
             REQUIRE(!pec);
@@ -809,7 +820,9 @@ TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and eras
     static_assert(baton::s3_dynamodb_commit::copies_in_store);
     // CopyObject on s3rver: the bytes copied inside the store; a missing source is not_found.
     REQUIRE(!await<baton::put_result>(f.ioc, [&](auto h) { plain.async_put("copy-src", "copied bytes", precondition::none(), std::move(h)); }).first);
-    auto [cpe, cpr] = await<baton::put_result>(f.ioc, [&](auto h) { plain.async_copy_object("copy-src", "copy-dst", std::move(h)); });
+    auto cpr_result = await<baton::put_result>(f.ioc, [&](auto h) { plain.async_copy_object("copy-src", "copy-dst", std::move(h)); });
+    auto& cpe = std::get<0>(cpr_result);
+    auto& cpr = std::get<1>(cpr_result);
     INFO(cpr.diag.to_string());
     REQUIRE(!cpe);
     auto [cge, cgr] = await<baton::get_result>(f.ioc, [&](auto h) { plain.async_get("copy-dst", std::move(h)); });
@@ -820,7 +833,9 @@ TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and eras
           errc::not_found);
     auto [pec, pcaps] = await<baton::capabilities>(f.ioc, [&](auto h) { plain.async_probe(std::move(h)); });
     CHECK_FALSE(pcaps.supports_leases());
-    auto [cec, caps] = await<baton::capabilities>(f.ioc, [&](auto h) { store.async_probe(std::move(h)); });
+    auto caps_result = await<baton::capabilities>(f.ioc, [&](auto h) { store.async_probe(std::move(h)); });
+    auto& cec = std::get<0>(caps_result);
+    auto& caps = std::get<1>(caps_result);
     INFO(caps.diag.to_string());
     REQUIRE(!cec);
     CHECK(caps.supports_leases());
@@ -836,7 +851,9 @@ TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and eras
         return await<baton::erase_result>(f.ioc, [&](auto h) { store.async_erase(key, pc, std::move(h)); });
     };
     std::string const bytes("binary\0\xff\x01 body", 17);
-    auto [e1, p1] = put("_log/00000.json", bytes, precondition::absent());
+    auto p1_result = put("_log/00000.json", bytes, precondition::absent());
+    auto& e1 = std::get<0>(p1_result);
+    auto& p1 = std::get<1>(p1_result);
     INFO(p1.diag.to_string());
     REQUIRE(!e1);
     CHECK(put("_log/00000.json", "second writer", precondition::absent()).first == errc::precondition_failed);
@@ -851,7 +868,9 @@ TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and eras
     CHECK(erase("_log/00000.json", precondition::matches(p1.version)).first == errc::precondition_failed);
     REQUIRE(!erase("_log/00000.json", precondition::matches(p2.version)).first);
     CHECK_FALSE(get("_log/00000.json").second.found);
-    auto [e3, p3] = put("_log/00000.json", "re-created", precondition::absent());
+    auto p3_result = put("_log/00000.json", "re-created", precondition::absent());
+    auto& e3 = std::get<0>(p3_result);
+    auto& p3 = std::get<1>(p3_result);
     INFO(p3.diag.to_string());
     REQUIRE(!e3);
     auto [ce, cp] = await<baton::put_result>(f.ioc, [&](auto h) {
@@ -869,11 +888,15 @@ TEST_CASE("commit protocol on s3rver + dynalite: probe, conditional put and eras
     CHECK(await<baton::put_result>(f.ioc, [&](auto h) { other.async_put("_log/00001.json", "late", precondition::absent(), std::move(h)); }).first ==
           errc::precondition_failed);
     run_for(f.ioc, 300ms);
-    auto [ge, gc] = await<baton::collect_result>(f.ioc, [&](auto h) { store.async_collect("", std::move(h)); });
+    auto gc_result = await<baton::collect_result>(f.ioc, [&](auto h) { store.async_collect("", std::move(h)); });
+    auto& ge = std::get<0>(gc_result);
+    auto& gc = std::get<1>(gc_result);
     INFO(gc.diag.to_string());
     REQUIRE(!ge);
     CHECK(gc.kept == 2); // the two committed objects
-    auto [le2, objects] = await<baton::list_page>(f.ioc, [&](auto h) { plain.async_list("_baton/", "", 100, std::move(h)); });
+    auto objects_result = await<baton::list_page>(f.ioc, [&](auto h) { plain.async_list("_baton/", "", 100, std::move(h)); });
+    auto& le2 = std::get<0>(objects_result);
+    auto& objects = std::get<1>(objects_result);
     REQUIRE(!le2);
     CHECK(objects.entries.size() == 2);
 

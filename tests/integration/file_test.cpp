@@ -33,6 +33,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -518,7 +519,9 @@ TEST_CASE("8 processes racing for one lease: one holder per term, tokens increas
     std::vector<pid_t> pids;
     for (int i = 0; i < children; ++i) pids.push_back(spawn([&, i] { return lease_racer(store_dir, log, i, rounds); }));
     auto const status = wait_all(pids, racers_wait);
-    for (auto const& [pid, st] : status) {
+    for (auto const& entry : status) {
+        auto const& pid = std::get<0>(entry);
+        auto const& st = std::get<1>(entry);
         CAPTURE(pid);
         CHECK(st == 0);
     }
@@ -558,7 +561,9 @@ TEST_CASE("8 processes racing for one lease: one holder per term, tokens increas
     CHECK(terms.size() == std::size_t(1 + children * rounds));
     std::uint64_t expected_token = 1;
     std::string late_terms;
-    for (auto const& [token, t] : terms) {
+    for (auto const& entry : terms) {
+        auto const& token = std::get<0>(entry);
+        auto const& t = std::get<1>(entry);
         CAPTURE(token);
         CHECK(token == expected_token); // tokens 1, 2, 3...: every change of holder is exactly +1
         ++expected_token;
@@ -581,7 +586,9 @@ TEST_CASE("8 processes racing for one lease: one holder per term, tokens increas
     std::int64_t latest_held = -1;
     std::int64_t longest_handover = 0;
     term const* previous = nullptr;
-    for (auto const& [token, t] : terms) {
+    for (auto const& entry : terms) {
+        auto const& token = std::get<0>(entry);
+        auto const& t = std::get<1>(entry);
         CAPTURE(token);
         CHECK(t.start >= latest_held); // intervals never overlap
         if (!t.late_start) latest_held = std::max(latest_held, t.start);

@@ -34,6 +34,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -141,7 +142,9 @@ std::string const& bucket_for(server const& s) {
     net::io_context ioc;
     std::string name = "baton-it-" + random_hex(12);
     baton::s3_backend b(ioc.get_executor(), params_for(s, name, ""));
-    auto [ec, diag] = run<baton::diagnostics>(ioc, b.async_create_bucket());
+    auto diag_result = run<baton::diagnostics>(ioc, b.async_create_bucket());
+    auto& ec = std::get<0>(diag_result);
+    auto& diag = std::get<1>(diag_result);
     INFO(diag.to_string());
     REQUIRE(!ec);
     made.emplace_back(s.endpoint, std::move(name));
@@ -451,7 +454,9 @@ TEST_CASE("credentials from a provider: fetched before the first request; after 
 
     f.then(creds_json("AKIDFIRST"));
     f.then(s3_error(404, "NoSuchKey"));
-    auto [ec1, g1] = run<baton::get_result>(ioc, b.async_get("k"));
+    auto g1_result = run<baton::get_result>(ioc, b.async_get("k"));
+    auto& ec1 = std::get<0>(g1_result);
+    auto& g1 = std::get<1>(g1_result);
     INFO(g1.diag.to_string());
     CHECK_FALSE(ec1);
     REQUIRE(f.st->seen.size() == 2);
@@ -464,7 +469,9 @@ TEST_CASE("credentials from a provider: fetched before the first request; after 
     f.then(s3_error(400, "ExpiredToken", "The provided token has expired."));
     f.then(creds_json("AKIDSECOND"));
     f.then(s3_error(404, "NoSuchKey"));
-    auto [ec2, g2] = run<baton::get_result>(ioc, b.async_get("k"));
+    auto g2_result = run<baton::get_result>(ioc, b.async_get("k"));
+    auto& ec2 = std::get<0>(g2_result);
+    auto& g2 = std::get<1>(g2_result);
     INFO(g2.diag.to_string());
     CHECK_FALSE(ec2);
     CHECK(provider.fetch_count() == 2);
@@ -521,7 +528,9 @@ TEST_CASE("record store semantics on RGW") {
     REQUIRE(!gec);
     CHECK(!g.found);
 
-    auto [ec, p1] = run<pr>(ioc, b.async_put("k", "one", precondition::absent()));
+    auto p1_result = run<pr>(ioc, b.async_put("k", "one", precondition::absent()));
+    auto& ec = std::get<0>(p1_result);
+    auto& p1 = std::get<1>(p1_result);
     INFO(p1.diag.to_string());
     REQUIRE(!ec);
     CHECK(p1.version.front() == '"');
@@ -539,7 +548,9 @@ TEST_CASE("record store semantics on RGW") {
     CHECK(p2.diag.service_code == "PreconditionFailed");
     CHECK(!p2.diag.request_id.empty());
 
-    auto [ec3, p3] = run<pr>(ioc, b.async_put("k", "three", precondition::matches(p1.version)));
+    auto p3_result = run<pr>(ioc, b.async_put("k", "three", precondition::matches(p1.version)));
+    auto& ec3 = std::get<0>(p3_result);
+    auto& p3 = std::get<1>(p3_result);
     INFO(p3.diag.to_string());
     REQUIRE(!ec3);
     CHECK(p3.version != p1.version);
@@ -570,7 +581,9 @@ TEST_CASE("record store semantics on RGW") {
     std::string const binary("\0\x01\xFF<&>\r\n", 8);
     std::map<std::string, std::string> versions;
     for (auto const& k : keys) {
-        auto [kec, kp] = run<pr>(ioc, b.async_put(k, binary + k, precondition::absent()));
+        auto kp_result = run<pr>(ioc, b.async_put(k, binary + k, precondition::absent()));
+        auto& kec = std::get<0>(kp_result);
+        auto& kp = std::get<1>(kp_result);
         INFO(k, " ", kp.diag.to_string());
         REQUIRE(!kec);
         versions[k] = kp.version;
@@ -583,7 +596,9 @@ TEST_CASE("record store semantics on RGW") {
     std::vector<baton::list_entry> all;
     std::string after;
     for (int pages = 0; pages < 10; ++pages) {
-        auto [lec, page] = run<baton::list_page>(ioc, b.async_list("l/", after, 3));
+        auto page_result = run<baton::list_page>(ioc, b.async_list("l/", after, 3));
+        auto& lec = std::get<0>(page_result);
+        auto& page = std::get<1>(page_result);
         INFO(page.diag.to_string());
         REQUIRE(!lec);
         CHECK(page.entries.size() <= 3);
@@ -638,7 +653,9 @@ TEST_CASE("RGW accepts requests signed with credentials from a profile file; a r
     p.credentials = {};
     p.credentials_provider = baton::aws::profile_credentials(ioc.get_executor(), "", env);
     baton::s3_backend b(ioc.get_executor(), p);
-    auto [pec, pr] = run<baton::put_result>(ioc, b.async_put("k", "v", precondition::absent()));
+    auto pr_result = run<baton::put_result>(ioc, b.async_put("k", "v", precondition::absent()));
+    auto& pec = std::get<0>(pr_result);
+    auto& pr = std::get<1>(pr_result);
     INFO(pr.diag.to_string());
     REQUIRE_FALSE(pec);
     auto [gec, g] = run<baton::get_result>(ioc, b.async_get("k"));
@@ -657,7 +674,9 @@ TEST_CASE("probe on RGW: conditional create and replace honoured, quoted-ETag qu
     SKIP_WITHOUT(rgw, "BATON_S3_ENDPOINT");
     net::io_context ioc;
     baton::s3_backend b(ioc.get_executor(), params_for(rgw_srv, bucket_for(rgw_srv), "probe-" + random_hex() + "/"));
-    auto [ec, caps] = run<baton::capabilities>(ioc, b.async_probe());
+    auto caps_result = run<baton::capabilities>(ioc, b.async_probe());
+    auto& ec = std::get<0>(caps_result);
+    auto& caps = std::get<1>(caps_result);
     std::string all;
     for (auto const& f : caps.findings) all += f + "\n";
     INFO(all, caps.diag.to_string());
@@ -786,7 +805,9 @@ TEST_CASE("32 contenders racing put(absent) on one key: exactly one wins; 32 lea
                      << " unknown (409, 5xx, timeouts)");
         CHECK(wins <= 1);
         // Exactly one write landed: the reported winner's, or else one whose outcome is unknown.
-        auto [gec, g] = run<baton::get_result>(ioc, racer.async_get(key));
+        auto g_result = run<baton::get_result>(ioc, racer.async_get(key));
+        auto& gec = std::get<0>(g_result);
+        auto& g = std::get<1>(g_result);
         INFO(g.diag.to_string());
         REQUIRE(!gec);
         if (winner) {
@@ -853,8 +874,10 @@ TEST_CASE("a holder whose record was taken over learns lease_lost on its next re
             intruder_version = g.found->version; // an earlier attempt landed after all
             break;
         }
-        auto [pec, pr] = run<baton::put_result>(
+        auto pr_result = run<baton::put_result>(
             ioc, b.async_put("k", intruder_body, precondition::matches(g.found->version)));
+        auto& pec = std::get<0>(pr_result);
+        auto& pr = std::get<1>(pr_result);
         INFO(pr.diag.to_string());
         if (!pec) {
             intruder_version = pr.version;
@@ -904,7 +927,9 @@ TEST_CASE("probe on s3rver: preconditions ignored, refused for leases with the f
     net::io_context ioc;
     baton::s3_backend b(ioc.get_executor(),
                         params_for(s3rver_srv, bucket_for(s3rver_srv), "probe-" + random_hex() + "/"));
-    auto [ec, caps] = run<baton::capabilities>(ioc, b.async_probe());
+    auto caps_result = run<baton::capabilities>(ioc, b.async_probe());
+    auto& ec = std::get<0>(caps_result);
+    auto& caps = std::get<1>(caps_result);
     std::string all;
     for (auto const& f : caps.findings) all += f + "\n";
     INFO(all, caps.diag.to_string());
@@ -939,7 +964,9 @@ TEST_CASE("a lease on s3rver is refused with capability_missing; unconditional o
     CHECK(run<baton::erase_result>(ioc, b.async_erase("k", precondition::matches("\"abc\""))).first ==
           errc::capability_missing);
 
-    auto [uec, ur] = run<baton::put_result>(ioc, b.async_put("plain", "body", precondition::none()));
+    auto ur_result = run<baton::put_result>(ioc, b.async_put("plain", "body", precondition::none()));
+    auto& uec = std::get<0>(ur_result);
+    auto& ur = std::get<1>(ur_result);
     INFO(ur.diag.to_string());
     REQUIRE(!uec);
     auto [gec, gr] = run<baton::get_result>(ioc, b.async_get("plain"));
@@ -947,7 +974,9 @@ TEST_CASE("a lease on s3rver is refused with capability_missing; unconditional o
     REQUIRE(gr.found);
     CHECK(gr.found->body == "body");
     CHECK(gr.found->version == ur.version);
-    auto [lec, page] = run<baton::list_page>(ioc, b.async_list("", "", 10));
+    auto page_result = run<baton::list_page>(ioc, b.async_list("", "", 10));
+    auto& lec = std::get<0>(page_result);
+    auto& page = std::get<1>(page_result);
     INFO(page.diag.to_string());
     REQUIRE(!lec);
     REQUIRE(page.entries.size() == 1);

@@ -217,7 +217,7 @@ private:
             schedule_write(w);
         };
         if (broken_) {
-            w.f->async_read(key, [this, &w, key, value, token = w.token, done](error_code ec, std::optional<baton::fenced_value> v) mutable {
+            w.f->async_read(key, [this, key, value, token = w.token, done](error_code ec, std::optional<baton::fenced_value> v) mutable {
                 if (ec) return done(ec, {});
                 if (v && v->token > token) {
                     baton::fenced_write_result r;

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <optional>
+#include <tuple>
 #include <vector>
 #include <string>
 #include <utility>
@@ -63,12 +64,16 @@ struct rig {
         return await<baton::list_page>([&](auto h) { store.async_list(prefix, after, limit, std::move(h)); });
     }
     baton::collect_result collect(std::string prefix = "") {
-        auto [ec, r] = await<baton::collect_result>([&](auto h) { store.async_collect(prefix, std::move(h)); });
+        auto r_result = await<baton::collect_result>([&](auto h) { store.async_collect(prefix, std::move(h)); });
+        auto& ec = std::get<0>(r_result);
+        auto& r = std::get<1>(r_result);
         REQUIRE_MESSAGE(!ec, r.diag.to_string());
         return r;
     }
     std::optional<std::string> body_of(std::string key) {
-        auto [ec, r] = get(std::move(key));
+        auto r_result = get(std::move(key));
+        auto& ec = std::get<0>(r_result);
+        auto& r = std::get<1>(r_result);
         REQUIRE_MESSAGE(!ec, r.diag.to_string());
         if (!r.found) return std::nullopt;
         return r.found->body;
@@ -133,7 +138,9 @@ TEST_CASE("the pointer: strict JSON; object names carry the base they commit on;
 
 TEST_CASE("put, get, erase, list and copy with their preconditions; versions are the pointer's") {
     rig r;
-    auto [e1, p1] = r.put("doc", "one", precondition::absent());
+    auto p1_result = r.put("doc", "one", precondition::absent());
+    auto& e1 = std::get<0>(p1_result);
+    auto& p1 = std::get<1>(p1_result);
     REQUIRE_MESSAGE(!e1, p1.diag.to_string());
     CHECK(r.body_of("doc") == "one");
     CHECK(r.objects_stored() == 1);
@@ -168,7 +175,9 @@ TEST_CASE("put, get, erase, list and copy with their preconditions; versions are
     CHECK_FALSE(r.erase("doc", precondition::absent()).first); // it is absent
     // A writer that read the key before the erase cannot bring it back; `absent` can, over the tombstone.
     CHECK(r.put("doc", "zombie", precondition::matches(p3.version)).first == errc::precondition_failed);
-    auto [e5, p5] = r.put("doc", "reborn", precondition::absent());
+    auto p5_result = r.put("doc", "reborn", precondition::absent());
+    auto& e5 = std::get<0>(p5_result);
+    auto& p5 = std::get<1>(p5_result);
     REQUIRE_MESSAGE(!e5, p5.diag.to_string());
     CHECK(r.body_of("doc") == "reborn");
     CHECK(p5.version != p3.version);
@@ -189,7 +198,9 @@ TEST_CASE("put, get, erase, list and copy with their preconditions; versions are
     // object store (no read of the bytes through this process).
     static_assert(baton::basic_commit_protocol<holding_store, holding_store>::copies_in_store);
     auto const gets_before = r.objects.inner().counts().gets;
-    auto [ce, cp] = r.await<baton::put_result>([&](auto h) { r.store.async_copy("doc", "copy", precondition::absent(), std::move(h)); });
+    auto cp_result = r.await<baton::put_result>([&](auto h) { r.store.async_copy("doc", "copy", precondition::absent(), std::move(h)); });
+    auto& ce = std::get<0>(cp_result);
+    auto& cp = std::get<1>(cp_result);
     REQUIRE_MESSAGE(!ce, cp.diag.to_string());
     CHECK(r.objects.inner().counts().gets == gets_before);
     CHECK(r.body_of("copy") == "reborn");
@@ -197,7 +208,9 @@ TEST_CASE("put, get, erase, list and copy with their preconditions; versions are
     using plain_commit = baton::basic_commit_protocol<baton::memory_backend, holding_store>;
     static_assert(!plain_commit::copies_in_store);
     plain_commit plain(r.objects.inner(), r.locks, {}, 3);
-    auto [pce, pcp] = r.await<baton::put_result>([&](auto h) { plain.async_copy("doc", "copy-2", precondition::absent(), std::move(h)); });
+    auto pcp_result = r.await<baton::put_result>([&](auto h) { plain.async_copy("doc", "copy-2", precondition::absent(), std::move(h)); });
+    auto& pce = std::get<0>(pcp_result);
+    auto& pcp = std::get<1>(pcp_result);
     REQUIRE_MESSAGE(!pce, pcp.diag.to_string());
     CHECK(r.body_of("copy-2") == "reborn");
     CHECK(r.objects.inner().counts().gets > gets_before);
@@ -266,7 +279,9 @@ TEST_CASE("a refusal that answers a duplicate of our own landed commit is a succ
     auto [e0, v0] = r.put("doc", "base", precondition::absent());
     REQUIRE(!e0);
     r.locks.duplicate_next("doc");
-    auto [e1, p1] = r.put("doc", "mine", precondition::matches(v0.version));
+    auto p1_result = r.put("doc", "mine", precondition::matches(v0.version));
+    auto& e1 = std::get<0>(p1_result);
+    auto& p1 = std::get<1>(p1_result);
     REQUIRE_MESSAGE(!e1, p1.diag.to_string());
     CHECK(r.body_of("doc") == "mine");
     auto [g, cur] = r.get("doc");
@@ -350,7 +365,9 @@ TEST_CASE("objects changed or deleted behind baton's back are reported, never re
 
 TEST_CASE("probe: conditional writes as the lock store honours them; a lock store that ignores them is refused for leases") {
     rig r;
-    auto [ec, caps] = r.await<baton::capabilities>([&](auto h) { r.store.async_probe(std::move(h)); });
+    auto caps_result = r.await<baton::capabilities>([&](auto h) { r.store.async_probe(std::move(h)); });
+    auto& ec = std::get<0>(caps_result);
+    auto& caps = std::get<1>(caps_result);
     REQUIRE_MESSAGE(!ec, caps.diag.to_string());
     CHECK(caps.supports_leases());
     CHECK(caps.conditional_erase);

@@ -32,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -598,7 +599,9 @@ TEST_CASE("get and put: absent, matches and unconditional semantics") {
     CHECK_FALSE(ec0);
     CHECK_FALSE(g0.found.has_value());
 
-    auto [ec1, p1] = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put("k", "one", precondition::absent(), h); });
+    auto p1_result = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put("k", "one", precondition::absent(), h); });
+    auto& ec1 = std::get<0>(p1_result);
+    auto& p1 = std::get<1>(p1_result);
     REQUIRE_FALSE(ec1);
     CHECK_FALSE(p1.version.empty());
     CHECK_FALSE(p1.current.has_value());
@@ -619,7 +622,9 @@ TEST_CASE("get and put: absent, matches and unconditional semantics") {
     CHECK(p3.version.empty());
 
     // matches the current version: applied, new version.
-    auto [ec4, p4] = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put("k", "two", precondition::matches(p1.version), h); });
+    auto p4_result = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put("k", "two", precondition::matches(p1.version), h); });
+    auto& ec4 = std::get<0>(p4_result);
+    auto& p4 = std::get<1>(p4_result);
     REQUIRE_FALSE(ec4);
     CHECK(p4.version != p1.version);
 
@@ -645,7 +650,9 @@ TEST_CASE("get and put: absent, matches and unconditional semantics") {
 TEST_CASE("every put gets a fresh version, even with identical bytes") {
     asio::io_context ioc;
     baton::memory_backend store(ioc.get_executor());
-    auto [e1, a] = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put("k", "same", precondition::none(), h); });
+    auto a_result = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put("k", "same", precondition::none(), h); });
+    auto& e1 = std::get<0>(a_result);
+    auto& a = std::get<1>(a_result);
     auto [e2, b] = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put("k", "same", precondition::matches(a.version), h); });
     REQUIRE_FALSE(e1);
     REQUIRE_FALSE(e2);

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -180,7 +181,9 @@ TEST_CASE("get and put: absent, matches and unconditional semantics") {
 TEST_CASE("every put gets a fresh version, even with identical bytes, seen by every handle on the directory") {
     store_fixture f;
     auto [e1, a] = f.put("k", "same", precondition::none());
-    auto [e2, b] = f.put("k", "same", precondition::matches(a.version));
+    auto b_result = f.put("k", "same", precondition::matches(a.version));
+    auto& e2 = std::get<0>(b_result);
+    auto& b = std::get<1>(b_result);
     REQUIRE_FALSE(e1);
     REQUIRE_FALSE(e2);
     CHECK(a.version != b.version);
@@ -445,7 +448,9 @@ TEST_CASE("a missing root is an empty store that the first put creates, or not_f
 
 TEST_CASE("corrupt, truncated, oversized and non-regular files are invalid_response naming the file") {
     store_fixture f;
-    auto [ep, p] = f.put("k", "hello world", precondition::none());
+    auto p_result = f.put("k", "hello world", precondition::none());
+    auto& ep = std::get<0>(p_result);
+    auto& p = std::get<1>(p_result);
     REQUIRE_FALSE(ep);
     fs::path const file = f.file_of("k");
     std::string const good = slurp(file);
@@ -638,7 +643,9 @@ TEST_CASE("any key round-trips without escaping the root directory") {
         CHECK(name.size() <= 202);
         CHECK((name.starts_with("r.") || name.starts_with("h.")));
         names.insert(name);
-        auto [ep, p] = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put(key, "body of " + key, precondition::absent(), h); });
+        auto p_result = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put(key, "body of " + key, precondition::absent(), h); });
+        auto& ep = std::get<0>(p_result);
+        auto& p = std::get<1>(p_result);
         REQUIRE_MESSAGE(!ep, p.diag.to_string());
         auto [eg, g] = run_op<baton::get_result>(ioc, [&](auto h) { store.async_get(key, h); });
         REQUIRE_FALSE(eg);
@@ -738,7 +745,9 @@ TEST_CASE("conditional increments from many threads and handles never lose an up
             asio::io_context ioc;
             baton::file_backend store(ioc.get_executor(), f.store.params()); // its own handle, as another process
             for (int done = 0; done < each;) {
-                auto [eg, g] = run_op<baton::get_result>(ioc, [&](auto h) { store.async_get("counter", h); });
+                auto g_result = run_op<baton::get_result>(ioc, [&](auto h) { store.async_get("counter", h); });
+                auto& eg = std::get<0>(g_result);
+                auto& g = std::get<1>(g_result);
                 if (eg) {
                     ++errors;
                     return stop.store(true);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace test_common {
@@ -118,8 +119,8 @@ void check_log_appends(Make make, std::string const& prefix, int writers, int en
     CHECK(listed == static_cast<int>(won.size()));
     for (int n = 0; n < listed; ++n) CHECK(page->entries[static_cast<std::size_t>(n)].key == name(n)); // no gap
     int reads = 0;
-    for (auto const& [n, body] : won)
-        ws[0].store.async_get(name(n), [&, body](baton::error_code ec, baton::get_result r) {
+    for (auto const& entry : won)
+        ws[0].store.async_get(name(std::get<0>(entry)), [&, body = std::get<1>(entry)](baton::error_code ec, baton::get_result r) {
             ++reads;
             CHECK_FALSE(ec);
             REQUIRE(r.found);

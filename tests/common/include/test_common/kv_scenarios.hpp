@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace test_common {
@@ -93,7 +94,9 @@ void check_concurrent_updates_apply_once(Make make, std::string const& key, int 
     CHECK(final_tally.count == final_tally.ids.size());
     CHECK(got->version == final_tally.count); // one write per landed update, no other
     int ok = 0, unknown = 0, failed = 0;
-    for (auto const& [id, ec] : outcome) {
+    for (auto const& entry : outcome) {
+        auto const& id = std::get<0>(entry);
+        auto const& ec = std::get<1>(entry);
         CAPTURE(id);
         CHECK(landed.count(id) <= 1); // never applied twice
         if (!ec) {
