@@ -161,23 +161,27 @@ __attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { 
 
 namespace {
 
-// CPU time (user + system) of the calling thread: the client's own cost, which the
-// other tenants of a shared machine disturb far less than wall-clock rates.
-double thread_cpu_seconds() {
-    rusage ru{};
-    ::getrusage(RUSAGE_THREAD, &ru);
-    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
+// What the client's thread has spent so far: its CPU time (user + system; the client's own
+// cost, which the other tenants of a shared machine disturb far less than wall-clock rates), the
+// user part alone (the client's own instructions: the system part moves by a third from run to
+// run on loopback, as the TCP work of a packet is charged to whichever side's system call or
+// interrupt handles it) and its heap allocations. A run's cost is the difference of two samples.
+struct client_cost {
+    double cpu = 0, user = 0; // seconds
+    std::uint64_t allocs = 0;
 
-// User CPU time of the calling thread alone: the client's own instructions. The system part
-// moves by a third from run to run on loopback (the TCP work of a packet is charged to whichever
-// side's system call or interrupt handles it), so the two are printed apart as well.
-double thread_user_seconds() {
-    rusage ru{};
-    ::getrusage(RUSAGE_THREAD, &ru);
-    return static_cast<double>(ru.ru_utime.tv_sec) + static_cast<double>(ru.ru_utime.tv_usec) / 1e6;
-}
+    static client_cost now() {
+        rusage ru{};
+        ::getrusage(RUSAGE_THREAD, &ru);
+        auto const seconds = [](timeval const& t) {
+            return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+        };
+        return {seconds(ru.ru_utime) + seconds(ru.ru_stime), seconds(ru.ru_utime), t_allocs};
+    }
+    friend client_cost operator-(client_cost const& a, client_cost const& b) {
+        return {a.cpu - b.cpu, a.user - b.user, a.allocs - b.allocs};
+    }
+};
 
 // Nearest-rank percentile, as lib/common.js computes it.
 double pct(std::vector<double> v, double p) {
@@ -374,8 +378,8 @@ baton::lease_options lease_opts(std::string key, std::string owner, std::chrono:
 
 struct cycle_result {
     std::vector<double> lat;
-    double secs = 0, cpu = 0, user = 0; // cpu: user + system
-    std::uint64_t allocs = 0; // on the client's thread
+    double secs = 0;
+    client_cost cost;
     std::string error;
 };
 
@@ -386,21 +390,16 @@ cycle_result run_cycles(asio::io_context& ioc, Lease& lease, int warmup, int n, 
     int done = 0;
     bool finished = false;
     clock_type::time_point t0 = clock_type::now(), t_cycle, deadline = clock_type::time_point::max();
-    double cpu0 = 0, user0 = 0;
-    std::uint64_t allocs0 = 0;
+    client_cost cost0;
     std::function<void()> next = [&] {
         if (done == warmup) {
             t0 = clock_type::now();
-            cpu0 = thread_cpu_seconds();
-            user0 = thread_user_seconds();
-            allocs0 = t_allocs;
+            cost0 = client_cost::now();
             deadline = t0 + max_time;
         }
         if (done >= warmup + n || clock_type::now() >= deadline) {
             out.secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-            out.cpu = thread_cpu_seconds() - cpu0;
-            out.user = thread_user_seconds() - user0;
-            out.allocs = t_allocs - allocs0;
+            out.cost = client_cost::now() - cost0;
             finished = true;
             return;
         }
@@ -428,16 +427,21 @@ cycle_result run_cycles(asio::io_context& ioc, Lease& lease, int warmup, int n, 
     return out;
 }
 
-void print_cycle(char const* harness, char const* variant, cycle_result const& r, std::string const& extra) {
-    if (!r.error.empty()) die(std::string(harness) + ": " + r.error);
-    auto const n = r.lat.size();
+// One JSON line per measured run: rates, latency percentiles and the client's cost per operation.
+void print_result(char const* harness, std::string const& variant, std::vector<double> const& lat, double secs,
+                  client_cost const& cost, std::string const& extra) {
+    auto const n = static_cast<double>(lat.size());
     std::printf("{\"harness\":\"%s\",\"variant\":\"%s\",\"n\":%zu,\"secs\":%.3f,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,"
                 "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f,\"client_user_us_per_op\":%.1f,"
                 "\"client_allocs_per_op\":%.1f%s}\n",
-                harness, variant, n, r.secs, static_cast<double>(n) / r.secs, pct(r.lat, 50), pct(r.lat, 99),
-                pct(r.lat, 100), r.cpu * 1e6 / static_cast<double>(n), r.user * 1e6 / static_cast<double>(n),
-                static_cast<double>(r.allocs) / static_cast<double>(n), extra.c_str());
+                harness, variant.c_str(), lat.size(), secs, n / secs, pct(lat, 50), pct(lat, 99), pct(lat, 100),
+                cost.cpu * 1e6 / n, cost.user * 1e6 / n, static_cast<double>(cost.allocs) / n, extra.c_str());
     std::fflush(stdout);
+}
+
+void print_cycle(char const* harness, char const* variant, cycle_result const& r, std::string const& extra) {
+    if (!r.error.empty()) die(std::string(harness) + ": " + r.error);
+    print_result(harness, variant, r.lat, r.secs, r.cost, extra);
 }
 
 int cmd_ddb_cycle(args const& a) {
@@ -591,7 +595,7 @@ int cmd_contend_child(args const& a) {
                  wc->erase, wc->other, acquire_errors, release_errors);
     for (std::size_t i = 0; i < intervals.size(); ++i)
         std::fprintf(f, "I %" PRId64 " %" PRId64 " %.4f\n", intervals[i].acquired, intervals[i].released, waits[i]);
-    std::fprintf(f, "U %.6f\n", thread_cpu_seconds());
+    std::fprintf(f, "U %.6f\n", client_cost::now().cpu);
     if (!last_error.empty()) std::fprintf(f, "E %s\n", last_error.c_str());
     std::fclose(f);
     return 0;
@@ -768,18 +772,6 @@ struct http_case {
     baton::http::endpoint ep;
 };
 
-void print_http(char const* harness, std::string const& variant, std::vector<double> const& lat, double secs,
-                double cpu, double user, std::uint64_t allocs, std::string const& extra) {
-    std::printf("{\"harness\":\"%s\",\"variant\":\"%s\",\"n\":%zu,\"secs\":%.3f,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,"
-                "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"client_cpu_us_per_op\":%.1f,\"client_user_us_per_op\":%.1f,"
-                "\"client_allocs_per_op\":%.1f%s}\n",
-                harness, variant.c_str(), lat.size(), secs, static_cast<double>(lat.size()) / secs, pct(lat, 50),
-                pct(lat, 99), pct(lat, 100), cpu * 1e6 / static_cast<double>(lat.size()),
-                user * 1e6 / static_cast<double>(lat.size()), static_cast<double>(allocs) / static_cast<double>(lat.size()),
-                extra.c_str());
-    std::fflush(stdout);
-}
-
 // Sequential requests through baton::http::client (one connection, kept alive).
 void run_baton_client(http_case const& c, int warmup, int n, std::string const& variant) {
     asio::io_context ioc(1);
@@ -790,22 +782,17 @@ void run_baton_client(http_case const& c, int warmup, int n, std::string const& 
     bool finished = false;
     std::string error;
     clock_type::time_point t0, t_req;
-    double cpu0 = 0, cpu = 0, user0 = 0, user = 0;
-    std::uint64_t allocs0 = 0, allocs = 0;
+    client_cost cost0, cost;
     int part = 0;
     auto info = std::make_shared<baton::http::request_info>();
     std::function<void()> next = [&] {
         if (part == 0) {
             if (done == warmup) {
                 t0 = clock_type::now();
-                cpu0 = thread_cpu_seconds();
-                user0 = thread_user_seconds();
-                allocs0 = t_allocs;
+                cost0 = client_cost::now();
             }
             if (done >= warmup + n) {
-                cpu = thread_cpu_seconds() - cpu0;
-                user = thread_user_seconds() - user0;
-                allocs = t_allocs - allocs0;
+                cost = client_cost::now() - cost0;
                 finished = true;
                 return;
             }
@@ -834,7 +821,7 @@ void run_baton_client(http_case const& c, int warmup, int n, std::string const& 
     char extra[128];
     std::snprintf(extra, sizeof extra, ",\"non2xx\":%d,\"connections_opened\":%" PRIu64, non2xx,
                   client.connections_opened());
-    print_http("baton_http_client", variant, lat, secs, cpu, user, allocs, extra);
+    print_result("baton_http_client", variant, lat, secs, cost, extra);
 }
 
 // The same with a blocking Beast client on one socket: the least a client can do.
@@ -848,14 +835,11 @@ void run_beast_sync(http_case const& c, int warmup, int n, std::string const& va
     lat.reserve(static_cast<std::size_t>(n));
     int non2xx = 0;
     clock_type::time_point t0 = clock_type::now();
-    double cpu0 = thread_cpu_seconds(), user0 = thread_user_seconds();
-    std::uint64_t allocs0 = t_allocs;
+    client_cost cost0 = client_cost::now();
     for (int i = 0; i < warmup + n; ++i) {
         if (i == warmup) {
             t0 = clock_type::now();
-            cpu0 = thread_cpu_seconds();
-            user0 = thread_user_seconds();
-            allocs0 = t_allocs;
+            cost0 = client_cost::now();
         }
         auto const t = clock_type::now();
         for (int part = 0; part < c.parts; ++part) {
@@ -869,9 +853,7 @@ void run_beast_sync(http_case const& c, int warmup, int n, std::string const& va
         if (i >= warmup) lat.push_back(ms_since(t));
     }
     double const secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    double const cpu = thread_cpu_seconds() - cpu0, user = thread_user_seconds() - user0;
-    std::uint64_t const allocs = t_allocs - allocs0;
-    print_http("beast_sync_client", variant, lat, secs, cpu, user, allocs,
+    print_result("beast_sync_client", variant, lat, secs, client_cost::now() - cost0,
                ",\"non2xx\":" + std::to_string(non2xx) + ",\"connections_opened\":1");
 }
 
