@@ -1,6 +1,7 @@
 // The foundation: lease options, retry policies, the lease record codec, the
 // memory backend, and minimal exemplars of the four policy concepts.
 #include <test_common/fixtures.hpp>
+#include <test_common/run_op.hpp>
 #include <baton/backend/memory.hpp>
 #include <baton/core/clock.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
@@ -62,16 +63,7 @@ std::string config_error_of(F&& f) {
 
 using test_common::contains;
 
-// Runs one store operation to completion on `ioc` and returns what it completed with.
-template <class Result, class Start>
-std::pair<error_code, Result> run_op(asio::io_context& ioc, Start&& start) {
-    std::optional<std::pair<error_code, Result>> out;
-    start([&out](error_code ec, Result r) { out.emplace(ec, std::move(r)); });
-    ioc.restart();
-    ioc.run();
-    REQUIRE(out.has_value());
-    return std::move(*out);
-}
+using test_common::run_op;
 
 } // namespace
 

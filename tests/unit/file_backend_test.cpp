@@ -2,6 +2,7 @@
 // a directory adds: files that are corrupt, truncated, oversized or not files
 // at all; leftovers of a crash; keys that must not escape the root; locks.
 #include <test_common/fixtures.hpp>
+#include <test_common/run_op.hpp>
 #include <baton/backend/file.hpp>
 #include <baton/store/record_store.hpp>
 
@@ -52,16 +53,7 @@ baton::file_backend_params params_for(fs::path const& root) {
     return p;
 }
 
-// Runs one store operation to completion on `ioc` and returns what it completed with.
-template <class Result, class Start>
-std::pair<error_code, Result> run_op(asio::io_context& ioc, Start&& start) {
-    std::optional<std::pair<error_code, Result>> out;
-    start([&out](error_code ec, Result r) { out.emplace(ec, std::move(r)); });
-    ioc.restart();
-    ioc.run();
-    REQUIRE(out.has_value());
-    return std::move(*out);
-}
+using test_common::run_op;
 
 // Names in `dir`, sorted.
 std::vector<std::string> names_in(fs::path const& dir) {
