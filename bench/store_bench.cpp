@@ -346,9 +346,13 @@ baton::dynamodb_backend_params ddb_params() {
     return p;
 }
 
-void ensure_table() {
+// Makes the table (or accepts it with this key schema) and waits until it is ACTIVE.
+void ensure_table(std::string table = bench_table, std::string partition_key = "pk") {
     asio::io_context ioc(1);
-    baton::dynamodb_backend b(ioc.get_executor(), ddb_params());
+    auto params = ddb_params();
+    params.table = std::move(table);
+    params.partition_key = std::move(partition_key);
+    baton::dynamodb_backend b(ioc.get_executor(), std::move(params));
     std::optional<std::pair<error_code, baton::dynamodb_table_info>> out;
     b.async_create_table([&](error_code ec, baton::dynamodb_table_info i) { out.emplace(ec, std::move(i)); });
     if (!run_until(ioc, [&] { return out.has_value(); }, 30s)) die("CreateTable did not complete in 30 s");
@@ -863,35 +867,10 @@ int cmd_http_ddb(args const& a) {
     std::string const op = a.str("op", "put-unsigned"), client = a.str("client", "baton");
     auto const p = ddb_params();
     auto const ep = baton::http::endpoint::from_url(p.endpoint);
-    // The floor's table (peer-floor, key id) is made by the peers; make it here too so that this runs alone.
-    {
-        asio::io_context ioc(1);
-        baton::http::client cl(ioc.get_executor());
-        auto req = ddb_request(ep, "CreateTable",
-                               R"({"TableName":"peer-floor","AttributeDefinitions":[{"AttributeName":"id","AttributeType":"S"}],)"
-                               R"("KeySchema":[{"AttributeName":"id","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"})");
-        req.set("X-Amz-Date", "20250101T000000Z");
-        req.set(bhttp::field::authorization, dummy_auth);
-        bool done = false;
-        cl.async_request(ep, std::move(req), [&](error_code, baton::http::response) { done = true; });
-        run_until(ioc, [&] { return done; }, 10s);
-        // A new table answers ResourceNotFoundException until it is ACTIVE (dynalite: half a second),
-        // which a short run would measure instead of the writes.
-        bool active = false;
-        for (auto const until = clock_type::now() + 10s; !active && clock_type::now() < until;) {
-            auto d = ddb_request(ep, "DescribeTable", R"({"TableName":"peer-floor"})");
-            d.set("X-Amz-Date", "20250101T000000Z");
-            d.set(bhttp::field::authorization, dummy_auth);
-            done = false;
-            cl.async_request(ep, std::move(d), [&](error_code ec, baton::http::response res) {
-                active = !ec && res.body().find(R"("TableStatus":"ACTIVE")") != std::string::npos;
-                done = true;
-            });
-            run_until(ioc, [&] { return done; }, 10s);
-            if (!active) std::this_thread::sleep_for(50ms);
-        }
-        if (!active) die("table peer-floor did not become ACTIVE in 10 s");
-    }
+    // The floor's table (peer-floor, key id) is made by the peers; make it here too so that this runs
+    // alone. ensure_table waits until it is ACTIVE: before, dynalite answers ResourceNotFoundException
+    // (for half a second), which a short run would measure instead of the writes.
+    ensure_table("peer-floor", "id");
     http_case c;
     c.ep = ep;
     auto creds = p.credentials;
