@@ -6,8 +6,9 @@
 #
 # Starts Ceph RGW and dynalite through tests/servers/with-servers.sh (stopped by
 # PID afterwards), builds bench/store_bench if needed, then runs round-robin
-# REPS times: figure 1 (DynamoDB acquire+release cycles), figure 2 (8 contending
-# processes), figure 3 (S3 cycles on RGW), figure 4 (requests over one keep-alive
+# REPS times: figure 1 (DynamoDB acquire+release cycles; 1p: the lease and the
+# blocking client paired in one process), figure 2 (8 contending processes),
+# figure 3 (S3 cycles on RGW), figure 4 (requests over one keep-alive
 # connection); then one short run per extra poll interval (figure 2b). Prints
 # the raw JSON lines as they come, then a table of medians and ratios.
 #
@@ -87,6 +88,9 @@ for rep in $(seq 1 "$REPS"); do
   load
   # Figure 1: acquire+release cycles on one key, dynalite.
   run 1 "$rep" "${P[@]}" "$BENCH" ddb-cycle --n "$N"
+  # Figure 1 paired: the lease and the blocking client in one process, alternating blocks.
+  run 1p "$rep" "${P[@]}" "$BENCH" ddb-paired --floor signed --blocks 20 --block 200
+  run 1p "$rep" "${P[@]}" "$BENCH" ddb-paired --floor unsigned --blocks 20 --block 200
   run 1 "$rep" "${P[@]}" node e_raw_floor.js --variant cycle --n "$N"
   run 1 "$rep" "${P[@]}" "$BENCH" http-ddb --op cycle-unsigned --n "$N" --client beast-sync
   run 1 "$rep" "${P[@]}" "$BENCH" http-ddb --op cycle-signed --n "$N" --client beast-sync
@@ -164,6 +168,24 @@ unsigned, signed = ("1", "beast_sync_client", "ddb-cycle-unsigned"), ("1", "beas
 against_blocking = [("baton dynamodb_lease / C++ blocking Beast cycle (same wire work, unsigned)", lease, unsigned),
                     ("baton dynamodb_lease / C++ blocking Beast, the lease's two requests signed", lease, signed),
                     ("baton http::client cycle / blocking Beast cycle (unsigned)", http, unsigned)]
+paired = [(r, k) for k, g in groups.items() if k[0] == "1p" for r in g]
+if paired:
+    print()
+    print("Figure 1 paired (`store_bench ddb-paired`: the lease and the blocking Beast client in one process, in")
+    print("alternating blocks of cycles, so both meet the server in the same state). Per round: the median of the")
+    print("per-block ratios lease / blocking client, with their quartiles.")
+    print()
+    print("| floor | throughput ratio (higher is better) | client CPU ratio | user CPU ratio | lease / floor CPU µs per cycle | allocations per cycle |")
+    print("|---|---|---|---|---|---|")
+    for variant in ("cycle-paired-signed", "cycle-paired-unsigned"):
+        g = [r for r, k in paired if k[2] == variant]
+        if not g: continue
+        rng = lambda f: ", ".join("%.2f (%.2f-%.2f)" % (r[f], r[f + "_q1"], r[f + "_q3"]) for r in g)
+        print("| %s | %s | %s | %s | %.1f / %.1f | %.0f / %.0f |" % (variant.split("-")[-1], rng("ratio_ops"), rng("ratio_cpu"),
+              rng("ratio_user"), med(g, "client_cpu_us_per_op"), med(g, "floor_cpu_us_per_op"),
+              med(g, "client_allocs_per_op"), med(g, "floor_allocs_per_op")))
+print()
+print("Separate runs, one client after the other (the order of a round moves these by more than the clients differ):")
 print()
 print("| ratio (client CPU per cycle, lower is better) | of medians | per round |")
 print("|---|---|---|")
