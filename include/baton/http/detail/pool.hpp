@@ -136,7 +136,9 @@ struct connection {
     }
 };
 
-struct request_op;
+template <class Unused = void>
+struct basic_request_op;
+using request_op = basic_request_op<>;
 
 struct pool {
     std::vector<std::unique_ptr<connection>> idle; // back: most recently used
@@ -215,9 +217,6 @@ struct client_state {
         for (auto const& [key, p] : pools) n += p.idle.size();
         return n;
     }
-
-    // An op is done with its place in the pool (and with `c`, if it has one).
-    inline void give_back(std::string const& key, std::unique_ptr<connection> c, bool reusable);
 
     asio::any_io_executor ex;
     client_options opts;

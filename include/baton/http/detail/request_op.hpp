@@ -21,26 +21,30 @@
 #ifndef BATON_DOXYGEN
 namespace baton::http::detail {
 
-struct request_op : std::enable_shared_from_this<request_op> {
+// A template only so that its bodies are compiled where a request is made (async_request's
+// instantiation), not in every unit that includes the client: they instantiate Beast's reads
+// and writes and Asio's socket operations, most of what including the client costs to compile.
+template <class Unused>
+struct basic_request_op : std::enable_shared_from_this<basic_request_op<Unused>> {
     using handler_type = asio::any_completion_handler<void(error_code, response)>;
     using clock = std::chrono::steady_clock;
     using deadline_queue = baton::detail::timer_queue<clock>;
     enum class phase { start, queued, resolving, connecting, handshaking, writing, reading, done };
 
-    request_op(std::shared_ptr<client_state> s, endpoint e, request r, request_options const& ro, request_info* o)
+    basic_request_op(std::shared_ptr<client_state> s, endpoint e, request r, request_options const& ro, request_info* o)
         : st(std::move(s)), ep(std::move(e)), key(ep.origin()), req(std::move(r)), out(o),
           attempt_timeout(ro.attempt_timeout.value_or(st->opts.attempt_timeout)) {
         deadline_entry.owner = this;
         deadline_entry.lock = [](void* op) -> std::shared_ptr<void> {
-            return static_cast<request_op*>(op)->weak_from_this().lock();
+            return static_cast<basic_request_op*>(op)->weak_from_this().lock();
         };
-        deadline_entry.fire = [](void* op, clock::time_point) { static_cast<request_op*>(op)->on_timer(); };
+        deadline_entry.fire = [](void* op, clock::time_point) { static_cast<basic_request_op*>(op)->on_timer(); };
     }
 
-    ~request_op() { st->deadlines->remove(deadline_entry); }
+    ~basic_request_op() { st->deadlines->remove(deadline_entry); }
 
-    request_op(request_op const&) = delete;
-    request_op& operator=(request_op const&) = delete;
+    basic_request_op(basic_request_op const&) = delete;
+    basic_request_op& operator=(basic_request_op const&) = delete;
 
     std::shared_ptr<client_state> st;
     endpoint ep;
@@ -89,7 +93,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         if (req.find(bhttp::field::host) == req.end()) req.set(bhttp::field::host, ep.host_header());
         if (!req.has_content_length() && !req.chunked()) req.prepare_payload();
         if (slot.is_connected()) {
-            std::weak_ptr<request_op> weak = weak_from_this();
+            std::weak_ptr<basic_request_op> weak = this->weak_from_this();
             asio::any_io_executor e = st->ex;
             slot.assign([weak, e](asio::cancellation_type) {
                 asio::post(e, [weak] {
@@ -130,17 +134,17 @@ struct request_op : std::enable_shared_from_this<request_op> {
             return open();
         }
         ph = phase::queued;
-        p.waiting.push_back(weak_from_this());
+        p.waiting.push_back(this->weak_from_this());
         queue_timer.emplace(st->ex);
         queue_timer->expires_at(deadline);
-        queue_timer->async_wait([self = shared_from_this()](error_code ec) {
+        queue_timer->async_wait([self = this->shared_from_this()](error_code ec) {
             if (!ec) self->on_timer();
         });
     }
 
     void leave_queue() {
         auto& w = st->pools[key].waiting;
-        w.remove_if([this](std::weak_ptr<request_op> const& x) {
+        w.remove_if([this](std::weak_ptr<basic_request_op> const& x) {
             auto s = x.lock();
             return !s || s.get() == this;
         });
@@ -157,7 +161,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
             conn = std::move(c);
             info.reused_connection = true;
         }
-        asio::post(st->ex, [self = shared_from_this()] { self->go_on_adopted(); });
+        asio::post(st->ex, [self = this->shared_from_this()] { self->go_on_adopted(); });
     }
 
     void go_on_adopted() {
@@ -190,14 +194,14 @@ struct request_op : std::enable_shared_from_this<request_op> {
             ph = phase::connecting;
             conn->tcp().expires_at(connect_deadline);
             conn->tcp().async_connect(tcp::endpoint(addr, ep.port),
-                                      [self = shared_from_this()](error_code e) { self->on_connect(e); });
+                                      [self = this->shared_from_this()](error_code e) { self->on_connect(e); });
             return;
         }
         ph = phase::resolving;
         resolver.emplace(st->ex);
         arm_timer(connect_deadline);
         resolver->async_resolve(ep.host, std::to_string(ep.port), tcp::resolver::numeric_service,
-                                [self = shared_from_this()](error_code e, tcp::resolver::results_type r) {
+                                [self = this->shared_from_this()](error_code e, tcp::resolver::results_type r) {
                                     self->on_resolve(e, std::move(r));
                                 });
     }
@@ -216,14 +220,14 @@ struct request_op : std::enable_shared_from_this<request_op> {
         if (ec) return finish(ec, "cannot resolve " + ep.host + ": " + ec.message());
         ph = phase::connecting;
         conn->tcp().expires_at(connect_deadline);
-        std::weak_ptr<request_op> weak = weak_from_this();
+        std::weak_ptr<basic_request_op> weak = this->weak_from_this();
         conn->tcp().async_connect(
             results,
             [weak](error_code const&, tcp::endpoint const&) {
                 auto self = weak.lock();
                 return self && !self->cancelled;
             },
-            [self = shared_from_this()](error_code e, tcp::endpoint const&) { self->on_connect(e); });
+            [self = this->shared_from_this()](error_code e, tcp::endpoint const&) { self->on_connect(e); });
     }
 
     void on_connect(error_code ec) {
@@ -260,7 +264,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         ph = phase::handshaking;
         conn->tcp().expires_at(connect_deadline);
         conn->tls->async_handshake(asio::ssl::stream_base::client,
-                                   [self = shared_from_this()](error_code e) { self->on_handshake(e); });
+                                   [self = this->shared_from_this()](error_code e) { self->on_handshake(e); });
     }
 
     void on_handshake(error_code ec) {
@@ -290,7 +294,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         arm_timer(deadline);
         sent_at = std::chrono::system_clock::now();
         auto on_sent = [this] {
-            return [self = shared_from_this()](error_code e, std::size_t) { self->on_write(e); };
+            return [self = this->shared_from_this()](error_code e, std::size_t) { self->on_write(e); };
         };
         if (!writes_in_one_piece(req)) {
             conn->with_stream([&](auto& s) { bhttp::async_write(s, req, on_sent()); });
@@ -345,7 +349,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         if (req.method() == bhttp::verb::head) parser->skip(true);
         conn->with_stream([&](auto& s) {
             bhttp::async_read(s, conn->buffer, *parser,
-                              [self = shared_from_this()](error_code e, std::size_t) { self->on_read(e); });
+                              [self = this->shared_from_this()](error_code e, std::size_t) { self->on_read(e); });
         });
     }
 
@@ -456,7 +460,7 @@ struct request_op : std::enable_shared_from_this<request_op> {
         if (slot.is_connected()) slot.clear();
         if (holds_place) {
             holds_place = false;
-            st->give_back(key, std::move(conn), !ec && reusable);
+            give_back(*st, key, std::move(conn), !ec && reusable);
         } else if (conn) {
             conn->close();
         }
@@ -473,35 +477,37 @@ struct request_op : std::enable_shared_from_this<request_op> {
         }
         // The deadline leaves the queue once the handler has run or been queued, also when it throws.
         struct disarm_on_exit {
-            request_op& op;
+            basic_request_op& op;
             ~disarm_on_exit() { op.disarm_timer(); }
         } const disarm{*this};
         baton::detail::dispatch_completion(st->ex, std::move(h), ec, std::move(res));
     }
-};
 
-inline void client_state::give_back(std::string const& key, std::unique_ptr<connection> c, bool reusable) {
-    auto& p = pools[key];
-    auto next_waiter = [&p]() -> std::shared_ptr<request_op> {
-        while (!p.waiting.empty()) {
-            auto w = p.waiting.front().lock();
-            p.waiting.pop_front();
-            if (w && w->ph == request_op::phase::queued) return w;
+    // An op is done with its place in the pool (and with `c`, if it has one): the next op
+    // waiting for a connection adopts it, else it goes back to the idle ones.
+    static void give_back(client_state& s, std::string const& key, std::unique_ptr<connection> c, bool reusable) {
+        auto& p = s.pools[key];
+        auto next_waiter = [&p]() -> std::shared_ptr<basic_request_op> {
+            while (!p.waiting.empty()) {
+                auto w = p.waiting.front().lock();
+                p.waiting.pop_front();
+                if (w && w->ph == phase::queued) return w;
+            }
+            return nullptr;
+        };
+        if (c && reusable) {
+            if (auto w = next_waiter()) return w->adopt(std::move(c));
+            c->idle_since = std::chrono::steady_clock::now();
+            p.idle.push_back(std::move(c));
+            --p.in_use;
+            return;
         }
-        return nullptr;
-    };
-    if (c && reusable) {
-        if (auto w = next_waiter()) return w->adopt(std::move(c));
-        c->idle_since = std::chrono::steady_clock::now();
-        p.idle.push_back(std::move(c));
+        if (c) c->close();
+        c.reset();
+        if (auto w = next_waiter()) return w->adopt(nullptr);
         --p.in_use;
-        return;
     }
-    if (c) c->close();
-    c.reset();
-    if (auto w = next_waiter()) return w->adopt(nullptr);
-    --p.in_use;
-}
+};
 
 } // namespace baton::http::detail
 #endif
