@@ -21,7 +21,6 @@
 #include <baton/core/signer.hpp>
 #include <baton/http/client.hpp>
 
-#include <boost/asio/append.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
@@ -120,11 +119,19 @@ private:
                                std::chrono::system_clock::time_point now) { return s.sign(r, c, p, now); });
     }
 
-    // One request: at most two sends (the second only after an expired-token answer, with a provider).
-    template <class F>
-    struct send_op : std::enable_shared_from_this<send_op<F>> {
-        send_op(signed_channel const& ch, http::request r, boost::asio::cancellation_slot s, F fn)
-            : client(ch.client_), st(ch.st_), signer(ch.signer_), req(std::move(r)), slot(s), f(std::move(fn)) {}
+    // One request: at most two sends (the second only after an expired-token answer, with a
+    // provider). Not a template on the continuation: every send shares this path, compiled once.
+    // A template per continuation type instantiated the HTTP client's whole request path again for
+    // each of the backends' dozens of continuations, most of what including a backend cost to compile.
+    struct send_core : std::enable_shared_from_this<send_core> {
+        send_core(signed_channel const& ch, http::request r, boost::asio::cancellation_slot s)
+            : client(ch.client_), st(ch.st_), signer(ch.signer_), req(std::move(r)), slot(s) {}
+        virtual ~send_core() = default;
+        send_core(send_core const&) = delete;
+        send_core& operator=(send_core const&) = delete;
+
+        // Hands the reply to the continuation (send_op).
+        virtual void deliver(signed_reply r) = 0;
 
         http::client client;
         std::shared_ptr<shared> st;
@@ -132,7 +139,6 @@ private:
         http::request req;
         std::optional<http::request> kept; // the unsigned request, for a re-send (only with a provider)
         boost::asio::cancellation_slot slot;
-        F f;
         signed_reply reply; // of the send in flight
         bool resending = false;
 
@@ -154,7 +160,7 @@ private:
                         r.ec = ec;
                         r.info.diag = std::move(fc.diag);
                         r.resent = self->resending;
-                        return self->f(std::move(r));
+                        return self->deliver(std::move(r));
                     }
                     self->sign_and_send(*fc.value);
                 })));
@@ -169,7 +175,9 @@ private:
                 r.info.diag.message = "the request could not be signed (" + ec.message() +
                                       "): check the region, the credentials and the key";
                 boost::asio::post(client.get_executor(),
-                                  boost::asio::append(std::move(f), std::move(r)));
+                                  [self = this->shared_from_this(), r = std::move(r)]() mutable {
+                                      self->deliver(std::move(r));
+                                  });
                 return;
             }
             // The client writes `reply.info` while the request runs; this op outlives it (self).
@@ -185,15 +193,23 @@ private:
 
         void answered(signed_reply r) {
             r.resent = resending;
-            if (r.ec || !st->provider || !st->expired(r.res)) return f(std::move(r));
+            if (r.ec || !st->provider || !st->expired(r.res)) return deliver(std::move(r));
             // Temporary credentials can expire early (revoked session, clock skew): fetch afresh.
             st->provider->invalidate();
-            if (resending) return f(std::move(r)); // fresh credentials were refused too: say so
+            if (resending) return deliver(std::move(r)); // fresh credentials were refused too: say so
             resending = true;
             req = std::move(*kept);
             kept.reset();
             fetch();
         }
+    };
+
+    template <class F>
+    struct send_op final : send_core {
+        send_op(signed_channel const& ch, http::request r, boost::asio::cancellation_slot s, F fn)
+            : send_core(ch, std::move(r), s), f(std::move(fn)) {}
+        F f;
+        void deliver(signed_reply r) override { f(std::move(r)); }
     };
 
     http::client client_;
