@@ -87,7 +87,8 @@ public:
     /// True when credentials come from a provider (and an expired token is answered by a re-send).
     bool has_provider() const noexcept { return st_->provider.has_value(); }
 
-    /** Signs and sends `req`; `f(signed_reply)` runs later on the client's executor, never inline.
+    /** Signs and sends `req`; `f(signed_reply)` runs later on the client's executor, never inline
+        (an executor associated with `f` is not used).
 
         `slot` cancels the credentials wait and the request in flight (the
         reply then carries `operation_aborted`). A request the service
@@ -121,8 +122,9 @@ private:
 
     // One request: at most two sends (the second only after an expired-token answer, with a
     // provider). Not a template on the continuation: every send shares this path, compiled once.
-    // A template per continuation type instantiated the HTTP client's whole request path again for
-    // each of the backends' dozens of continuations, most of what including a backend cost to compile.
+    // As a template per continuation type, each of the backends' dozens of continuations
+    // instantiated its own start of a request (async_initiate, the handler's type erasure), its
+    // own credentials wait and its own copy of these functions: ~0.36 s of clang -O0 each.
     struct send_core : std::enable_shared_from_this<send_core> {
         send_core(signed_channel const& ch, http::request r, boost::asio::cancellation_slot s)
             : client(ch.client_), st(ch.st_), signer(ch.signer_), req(std::move(r)), slot(s) {}
@@ -174,6 +176,8 @@ private:
                 r.ec = errc::invalid_argument;
                 r.info.diag.message = "the request could not be signed (" + ec.message() +
                                       "): check the region, the credentials and the key";
+                // On the client's executor, as every reply (an executor bound to the continuation
+                // is not used, here or on the other paths).
                 boost::asio::post(client.get_executor(),
                                   [self = this->shared_from_this(), r = std::move(r)]() mutable {
                                       self->deliver(std::move(r));

@@ -23,9 +23,13 @@ namespace baton::http::detail {
 
 // A template only so that its bodies are compiled where a request is made (async_request's
 // instantiation), not in every unit that includes the client: they instantiate Beast's reads
-// and writes and Asio's socket operations, most of what including the client costs to compile.
+// and writes and Asio's socket and TLS operations, most of what including the client costs to
+// compile. (A unit that includes an AWS backend still compiles them once: signed_channel sends.)
+// Only basic_request_op<void> exists: the pool's queue holds request_op.
 template <class Unused>
 struct basic_request_op : std::enable_shared_from_this<basic_request_op<Unused>> {
+    static_assert(std::is_void_v<Unused>, "use request_op (basic_request_op<void>)");
+
     using handler_type = asio::any_completion_handler<void(error_code, response)>;
     using clock = std::chrono::steady_clock;
     using deadline_queue = baton::detail::timer_queue<clock>;
@@ -483,8 +487,9 @@ struct basic_request_op : std::enable_shared_from_this<basic_request_op<Unused>>
         baton::detail::dispatch_completion(st->ex, std::move(h), ec, std::move(res));
     }
 
-    // An op is done with its place in the pool (and with `c`, if it has one): the next op
-    // waiting for a connection adopts it, else it goes back to the idle ones.
+    // An op is done with its place in the pool (and with `c`, if it has one). A reusable
+    // connection goes to the next op waiting for one, else to the idle ones; any other is closed,
+    // and its place goes to the next op waiting (which opens a connection), else is freed.
     static void give_back(client_state& s, std::string const& key, std::unique_ptr<connection> c, bool reusable) {
         auto& p = s.pools[key];
         auto next_waiter = [&p]() -> std::shared_ptr<basic_request_op> {
