@@ -845,7 +845,7 @@ struct blocking_client {
         sock.set_option(tcp::no_delay(true));
     }
 
-    // Operations [first, first + n) of `c`, each one's latency in ms appended to `lat` when `measured`.
+    // Operations [first, first + n) of `c`, each one's latency in ms appended to `lat` unless it is null.
     void run(http_case const& c, int first, int n, std::vector<double>* lat) {
         for (int i = first; i < first + n; ++i) {
             auto const t = clock_type::now();
@@ -862,17 +862,23 @@ struct blocking_client {
     }
 };
 
+// Operations [first, first + n) of `c` on `bc`, timed: latencies, wall time, the client's cost.
+cycle_result run_timed(blocking_client& bc, http_case const& c, int first, int n) {
+    cycle_result r;
+    r.lat.reserve(static_cast<std::size_t>(n));
+    auto const t0 = clock_type::now();
+    auto const cost0 = client_cost::now();
+    bc.run(c, first, n, &r.lat);
+    r.secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    r.cost = client_cost::now() - cost0;
+    return r;
+}
+
 void run_beast_sync(http_case const& c, int warmup, int n, std::string const& variant) {
     blocking_client bc(c.ep);
-    std::vector<double> lat;
-    lat.reserve(static_cast<std::size_t>(n));
     bc.run(c, 0, warmup, nullptr);
-    clock_type::time_point const t0 = clock_type::now();
-    client_cost const cost0 = client_cost::now();
-    bc.run(c, warmup, n, &lat);
-    double const secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    auto const cost = client_cost::now() - cost0; // before the text below is built
-    print_result("beast_sync_client", variant, lat, secs, cost,
+    auto const r = run_timed(bc, c, warmup, n);
+    print_result("beast_sync_client", variant, r.lat, r.secs, r.cost,
                ",\"non2xx\":" + std::to_string(bc.non2xx) + ",\"connections_opened\":1");
 }
 
@@ -999,8 +1005,8 @@ int cmd_http_ddb(args const& a) {
 }
 
 // Figure 1, paired: the lease's cycle and the blocking client's cycle (--floor signed: the same
-// two requests, signed; unsigned: e_raw_floor.js's smaller cycle) in one process, in alternating blocks, the order swapped every block. Both
-// then meet the server in the same state: dynalite's rate drifts by a third between runs a few
+// two requests, signed; unsigned: e_raw_floor.js's smaller cycle) in one process, in alternating
+// blocks, the order swapped every block. Both then meet the server in the same state: dynalite's rate drifts by a third between runs a few
 // seconds apart, which runs of one client after the other measure as a difference between them.
 // One JSON line: the lease's figures, the floor's (floor_*), and the per-block ratios' median and
 // quartiles (ratio_*: lease / floor; throughput higher is better, CPU lower).
@@ -1018,16 +1024,17 @@ int cmd_ddb_paired(args const& a) {
                                 lease_opts("bench/paired/" + random_suffix(), "bench", 1000ms, 20000ms, yield::never));
     std::string const floor_kind = a.str("floor", "signed");
     if (floor_kind != "signed" && floor_kind != "unsigned") die("--floor signed|unsigned");
-    http_case const floor = floor_kind == "signed" ? signed_cycle_case(ep, p.credentials,
-                                                                         baton::aws::signing_params::for_service("dynamodb", p.region))
-                                                   : unsigned_cycle_case(ep);
+    auto const make_case = [&] {
+        return floor_kind == "signed"
+                   ? signed_cycle_case(ep, p.credentials, baton::aws::signing_params::for_service("dynamodb", p.region))
+                   : unsigned_cycle_case(ep);
+    };
+    http_case const floor = make_case();
     blocking_client bc(ep);
     // --control 1: the lease's side is a second blocking client (its own connection and key)
     // sending the floor's cycle, so the ratios measure the method itself; they should be ~1.
     bool const control = a.num("control", 0) != 0;
-    http_case const twin = floor_kind == "signed" ? signed_cycle_case(ep, p.credentials,
-                                                                        baton::aws::signing_params::for_service("dynamodb", p.region))
-                                                  : unsigned_cycle_case(ep);
+    http_case const twin = make_case(); // its own key
     std::optional<blocking_client> bc_twin;
     if (control) {
         if (floor_kind == "unsigned") die("--control needs --floor signed (the unsigned cycle has one fixed key)");
@@ -1035,13 +1042,7 @@ int cmd_ddb_paired(args const& a) {
     }
 
     auto blocking_block = [](blocking_client& c, http_case const& h, int& next, int n) {
-        cycle_result r;
-        r.lat.reserve(static_cast<std::size_t>(n));
-        auto const t0 = clock_type::now();
-        auto const cost0 = client_cost::now();
-        c.run(h, next, n, &r.lat);
-        r.secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-        r.cost = client_cost::now() - cost0;
+        auto r = run_timed(c, h, next, n);
         next += n;
         return r;
     };
