@@ -16,7 +16,7 @@
 # cycles), S3N=1000, SECS=10 (contention), K=8, POLL_MS=25 (baton's poll interval in
 # figure 2, the peer's retry interval), SWEEP="5 100 1000" (extra poll intervals,
 # 5 s each; empty to skip), YIELD_MS=0 (baton's lease_options::yield_after in figure 2;
-# 0 = one poll interval, -1 = never), PIN=0 (1: dynalite on CPU 0, sequential clients on CPU 1),
+# 0 = two poll intervals, -1 = never), PIN=0 (1: dynalite on CPU 0, sequential clients on CPU 1),
 # OUT (directory for raw.jsonl; default a new /tmp/baton-store-bench.XXXXXX).
 # Needs: node + `npm ci` in ../shared/peers, curl, python3.
 set -euo pipefail

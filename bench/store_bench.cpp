@@ -519,7 +519,7 @@ using counted_ddb_lease =
                        baton::aws::sigv4_signer>;
 
 // A contender's lease: --poll-ms, --ttl-ms, and --yield-ms (lease_options::yield_after; 0, the
-// default, is one poll interval; -1 never yields).
+// default, is two poll intervals; -1 never yields).
 baton::lease_options contender_opts(args const& a, int id) {
     auto o = lease_opts(a.str("key", ""), "bench-" + std::to_string(id), std::chrono::milliseconds(a.num("poll-ms", 5)),
                         std::chrono::milliseconds(a.num("ttl-ms", 20000)));

@@ -36,6 +36,7 @@ struct fixture {
         o.owner = std::move(owner);
         o.ttl = 30s; // renew interval 10 s, deadline 20 s
         o.max_clock_rate_skew = skew;
+        o.yield_after = 1s; // a turn of one poll interval, as these cases count it (the default is two)
         return o;
     }
     static baton::detail::lease_hooks hooks(baton::standard_retry& r) {
@@ -529,7 +530,19 @@ TEST_CASE("turn hint: a released record is claimed at once, whatever turn it sta
     CHECK(body_of(claim).token == 5);
 }
 
-TEST_CASE("turn hint: a held record's turn moves the next read to its end, never later than one poll interval") {
+TEST_CASE("turn hint: by default a turn is two poll intervals, and the record states it") {
+    baton::standard_retry retry;
+    auto o = fixture::opts("a", 2.0);
+    o.yield_after = 0ms;
+    CHECK(o.effective_yield_after() == 2s);
+    lease_machine m(o, 7, fixture::hooks(retry));
+    acquire_free(m, 0s);
+    release_at(m, 100ms, "v2");
+    auto back = m.acquire_start(200ms, true);
+    CHECK(body_of(back).turn == 1800ms); // a take-back: the turn that began at 0 s has 1.8 s left
+}
+
+TEST_CASE("turn hint: a held record's turn moves the next read to its end, never later than two poll intervals") {
     {
         fixture f("c"); // poll interval 1 s
         auto a = first_sight(f.m, 0s, with_turn(4, "v9", false, 300ms));
@@ -538,12 +551,12 @@ TEST_CASE("turn hint: a held record's turn moves the next read to its end, never
         CHECK(a.delay <= std::chrono::nanoseconds(800ms)); // staggered over half a poll interval
     }
     {
-        // A long turn: read again after one poll interval all the same (its holder may release and leave).
+        // A long turn: read again after two poll intervals all the same (its holder may release and leave).
         fixture f("c");
         auto a = first_sight(f.m, 0s, with_turn(4, "v9", false, std::chrono::hours(24)));
         REQUIRE(a.what == act::wait);
-        CHECK(a.delay >= std::chrono::nanoseconds(968750us)); // jittered below it: capped waiters drift apart
-        CHECK(a.delay <= std::chrono::nanoseconds(1s));
+        CHECK(a.delay >= std::chrono::nanoseconds(1937500us)); // jittered below it: capped waiters drift apart
+        CHECK(a.delay <= std::chrono::nanoseconds(2s));
     }
     {
         // Counted from the first read of that version: read again later, what is left.

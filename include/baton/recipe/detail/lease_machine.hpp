@@ -521,7 +521,8 @@ private:
         return turn_ != std::chrono::nanoseconds::max() && now - streak_since_ >= turn_;
     }
     // A poll interval and a quarter: every waiter reads within a poll interval (its pauses are
-    // jittered down, never up); the quarter is for a read still in flight.
+    // jittered down, never up), or by half a poll after the end of the turn our record stated
+    // (which is over when we yield); the quarter is for a read still in flight.
     std::chrono::nanoseconds yield_pause() const noexcept {
         return std::chrono::nanoseconds(opts_.poll_interval) * 5 / 4;
     }
@@ -549,7 +550,7 @@ private:
 
     // Our own released marker is the record: taken back at once during our turn; once the turn
     // is over, it stays with the waiters until 1.25 poll intervals after our release (each
-    // reads it within one poll interval), unless this acquisition may not wait that long.
+    // reads it by then: see yield_pause), unless this acquisition may not wait that long.
     lease_action take_back(own_time now, bool contended = false) {
         if (!yielded_ && yield_allowed_ && streak_over(now)) {
             auto const since_release = now - own_release_->at; // set: the record is our released marker
@@ -671,11 +672,13 @@ private:
         next_after_wait_ = read_next;
         // Its holder's turn (advice, see lease_record.hpp): until it is over, the holder takes its
         // own released record straight back, so a read then would only lose races. The next read
-        // comes at the turn's end, but never later than a poll interval from now: a holder may
-        // release and leave in its turn, and the lease is then taken within one poll.
+        // comes at the turn's end, but never later than two poll intervals from now: a holder may
+        // release and leave in its turn, and the lease is then taken within two polls. Sleeping
+        // through a turn of two polls instead of reading once a poll is what halves the waiters'
+        // reads under sustained contention (lease_options::yield_after).
         auto const turn = turn_stated(b, now);
         auto const pause = turn > std::chrono::nanoseconds(0)
-                               ? std::min<std::chrono::nanoseconds>(turn + stagger(), poll_delay_near_full())
+                               ? std::min<std::chrono::nanoseconds>(turn + stagger(), turn_wait_cap())
                                : poll_delay();
         return lease_action::wait(std::min<std::chrono::nanoseconds>(pause, window - elapsed));
     }
@@ -692,6 +695,9 @@ private:
         auto const poll = std::chrono::nanoseconds(opts_.poll_interval);
         return poll - std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(poll.count()) / 32));
     }
+    // The longest a waiter sleeps through a stated turn: two poll intervals less up to a 16th of
+    // one, jittered for the same reason.
+    std::chrono::nanoseconds turn_wait_cap() { return poll_delay_near_full() + poll_delay_near_full(); }
     // Spreads the waiters that wake at the end of a turn over half a poll interval, so that one
     // reads the released record first instead of all racing for it.
     std::chrono::nanoseconds stagger() {

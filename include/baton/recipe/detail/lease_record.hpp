@@ -6,7 +6,8 @@
 //   {"baton":"lease/1","owner":"...","token":7,"nonce":"...","state":"held","ttl_ms":20000,"turn_ms":25,"value":"..."}
 // "turn_ms" (optional, absent when 0) is advice for the waiters, never part of safety: for how long
 // after sending this write its writer will go on taking its own released record straight back
-// (lease_options::yield_after). A waiter polls again when that turn is over instead of during it.
+// (lease_options::yield_after). A waiter polls again when that turn is over instead of during it
+// (but at least every two poll intervals).
 // Only held records state one: a released record is free for whoever reads it.
 // The nonce is fresh on every write, so the store's version always changes
 // (an S3 ETag is the MD5 of the bytes) and a lost response can be settled by
