@@ -299,7 +299,7 @@ lease_action read_after_yield(lease_machine& m, std::chrono::nanoseconds t, std:
 TEST_SUITE("lease machine") {
 
 TEST_CASE("fairness: one's own release is taken back at once during a turn, after a yield once the turn is over") {
-    fixture f; // poll interval 1 s: a turn of 1 s, a yield of 1.25 s
+    fixture f; // poll interval 1 s: a turn of 1 s, a yield of 2.25 s
     acquire_free(f.m, 0s);
     release_at(f.m, 100ms, "v2");
     take_back(f.m, f.m.acquire_start(200ms, true), 200ms, "v2", "v3"); // within the turn: no wait
@@ -307,19 +307,19 @@ TEST_CASE("fairness: one's own release is taken back at once during a turn, afte
     release_at(f.m, 1500ms, "v4");
     auto yield = f.m.acquire_start(1600ms, true); // the turn began at 0 s: over
     REQUIRE(yield.what == act::wait);
-    CHECK(yield.delay == std::chrono::nanoseconds(1250ms - 99ms)); // 1.25 s after the release was confirmed
+    CHECK(yield.delay == std::chrono::nanoseconds(2250ms - 99ms)); // 2.25 s after the release was confirmed
     CHECK(f.m.state() == lease_state::acquiring);
     // The yield over, the record is read first (a waiter will usually have taken it); our marker
     // is still there, and taken back.
-    take_back(f.m, read_after_yield(f.m, 2751ms, 2, "v4"), 2752ms, "v4", "v5");
+    take_back(f.m, read_after_yield(f.m, 3751ms, 2, "v4"), 3752ms, "v4", "v5");
     CHECK(f.m.token() == 3);
 
-    // Nobody came: the next turn is twice as long (2 s from 2.752 s): at 4.7 s, 0.1 s after the
+    // Nobody came: the next turn is twice as long (2 s from 3.752 s): at 5.7 s, 0.1 s after the
     // release, a 1-s turn would yield; this one takes the record back at once.
-    release_at(f.m, 4600ms, "v6");
-    take_back(f.m, f.m.acquire_start(4700ms, true), 4700ms, "v6", "v7");
-    release_at(f.m, 4800ms, "v8");
-    CHECK(f.m.acquire_start(4900ms, true).what == act::wait);
+    release_at(f.m, 5600ms, "v6");
+    take_back(f.m, f.m.acquire_start(5700ms, true), 5700ms, "v6", "v7");
+    release_at(f.m, 5800ms, "v8");
+    CHECK(f.m.acquire_start(5900ms, true).what == act::wait);
 }
 
 TEST_CASE("fairness: a release long enough ago was the waiters' chance; the record is taken back without waiting") {
@@ -334,19 +334,19 @@ TEST_CASE("fairness: a waiter that took the record during the yield keeps it; we
     acquire_free(f.m, 0s);
     release_at(f.m, 1500ms, "v2");
     REQUIRE(f.m.acquire_start(1600ms, true).what == act::wait);
-    REQUIRE(f.m.acquire_on_wait(2751ms).what == act::read); // read, not a blind take-back
-    auto wait = f.m.acquire_on_read(2752ms, {}, foreign(2, "v3"), {}); // b took it with token 2 and holds it
+    REQUIRE(f.m.acquire_on_wait(3751ms).what == act::read); // read, not a blind take-back
+    auto wait = f.m.acquire_on_read(3752ms, {}, foreign(2, "v3"), {}); // b took it with token 2 and holds it
     REQUIRE(wait.what == act::wait);
     CHECK(wait.delay <= std::chrono::nanoseconds(1s));
     CHECK(f.m.state() == lease_state::acquiring);
     // b releases: its marker is claimed at once, and the turn that starts is a new one.
-    CHECK(f.m.acquire_on_wait(3s).what == act::read);
-    auto mine = f.m.acquire_on_read(3s, {}, foreign(2, "v4", true), {});
+    CHECK(f.m.acquire_on_wait(4s).what == act::read);
+    auto mine = f.m.acquire_on_read(4s, {}, foreign(2, "v4", true), {});
     REQUIRE(mine.what == act::write);
     CHECK(body_of(mine).token == 3);
-    REQUIRE(f.m.acquire_on_write(3001ms, {}, written("v5")).what == act::done);
-    release_at(f.m, 3500ms, "v6");
-    take_back(f.m, f.m.acquire_start(3600ms, true), 3600ms, "v6", "v7"); // a fresh 1 s turn from 3 s
+    REQUIRE(f.m.acquire_on_write(4001ms, {}, written("v5")).what == act::done);
+    release_at(f.m, 4500ms, "v6");
+    take_back(f.m, f.m.acquire_start(4600ms, true), 4600ms, "v6", "v7"); // a fresh 1 s turn from 4 s
 }
 
 TEST_CASE("fairness: try-once, and a timeout shorter than the pause, take their own release back at once") {
@@ -355,9 +355,9 @@ TEST_CASE("fairness: try-once, and a timeout shorter than the pause, take their 
     release_at(f.m, 1500ms, "v2");
     take_back(f.m, f.m.acquire_start(1600ms, false), 1600ms, "v2", "v3");
     release_at(f.m, 1700ms, "v4");
-    take_back(f.m, f.m.acquire_start(1800ms, true, 1250ms), 1800ms, "v4", "v5");
+    take_back(f.m, f.m.acquire_start(1800ms, true, 2250ms), 1800ms, "v4", "v5");
     release_at(f.m, 1900ms, "v6");
-    CHECK(f.m.acquire_start(2000ms, true, 1251ms).what == act::wait); // this one has the time
+    CHECK(f.m.acquire_start(2000ms, true, 2251ms).what == act::wait); // this one has the time
 }
 
 TEST_CASE("fairness: a take-back that fails transiently is read back: our marker is taken back, and the turn goes on") {
@@ -424,7 +424,7 @@ TEST_CASE("a claim that lost a race, refused without the record (S3, dynalite), 
     REQUIRE(h.m.acquire_start(200ms, true).what == act::write);
     CHECK(h.m.acquire_on_write(201ms, error_code(errc::precondition_failed), {}).what == act::read);
 
-    // An acquisition that may not wait that long (a timeout under 1.25 poll intervals) reads at once.
+    // An acquisition that may not wait that long (a timeout under 2.25 poll intervals) reads at once.
     fixture k("c");
     REQUIRE(k.m.acquire_start(0s, true, 500ms).what == act::write);
     REQUIRE(k.m.acquire_on_write(10ms, error_code(errc::precondition_failed), {}).what == act::read);
@@ -576,6 +576,58 @@ TEST_CASE("turn hint: a held record's turn moves the next read to its end, never
         auto a = f.m.acquire_on_read(29500ms, {}, with_turn(4, "v9", false, 3000ms), {});
         REQUIRE(a.what == act::wait);
         CHECK(a.delay == std::chrono::nanoseconds(500ms + 1ms)); // observed from 1 ms (the refusal's answer)
+    }
+}
+
+TEST_CASE("fairness: a waiter that first reads a turn late still reads within the yield that ends it") {
+    // The default turn (two polls of 1 s). H loops with holds of about a poll: created at 0, released
+    // at 1 s, taken back at 1.001 s (stating 999 ms of turn), released at 2.001 s; its turn is over,
+    // so it yields. W first reads the take-back just before the turn ends, and counts the 999 ms from
+    // that read: it wakes up to a hold late, and then at most half a poll later (the stagger). The
+    // yield must outlast that (review of the two-poll cap: with a pause of 1.25 polls, W missed it
+    // in about half of these seeds, and H took its record back).
+    for (auto const w_start : {1800ms, 1950ms, 1990ms}) {
+        for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+            CAPTURE(w_start);
+            CAPTURE(seed);
+            baton::standard_retry rh, rw;
+            auto oh = fixture::opts("h", 2.0);
+            oh.yield_after = 0ms;
+            lease_machine h(oh, 1000 + seed, fixture::hooks(rh));
+            REQUIRE(h.acquire_start(0ms, true).what == act::write);
+            REQUIRE(h.acquire_on_write(1ms, {}, written("v1")).what == act::done);
+            (void)h.release_start(1000ms);
+            REQUIRE(h.release_on_write(1000ms, {}, written("v2")).what == act::done);
+            auto const back = h.acquire_start(1001ms, true);
+            REQUIRE(back.what == act::write);
+            CHECK(body_of(back).turn == 999ms);
+            REQUIRE(h.acquire_on_write(1001ms, {}, written("v3")).what == act::done);
+            baton::record const v3{"k", back.body, "v3"};
+            (void)h.release_start(2001ms);
+            REQUIRE(h.release_on_write(2001ms, {}, written("v4")).what == act::done);
+            auto const yield = h.acquire_start(2001ms, true);
+            REQUIRE(yield.what == act::wait);
+            auto const yield_end = std::chrono::nanoseconds(2001ms) + yield.delay;
+
+            auto ow = fixture::opts("w", 2.0);
+            ow.yield_after = 0ms;
+            lease_machine w(ow, 5000 + seed, fixture::hooks(rw));
+            auto t = std::chrono::nanoseconds(w_start);
+            REQUIRE(w.acquire_start(t, true).what == act::write);
+            baton::put_result refused;
+            refused.current = v3;
+            auto next = w.acquire_on_write(t, error_code(errc::precondition_failed), refused);
+            // W sleeps and reads the take-back until a read falls after H's release: that read sees
+            // the released marker, and it must come before H ends its yield.
+            while (next.what == act::wait) {
+                t += next.delay;
+                REQUIRE(w.acquire_on_wait(t).what == act::read);
+                if (t >= std::chrono::nanoseconds(2001ms)) break;
+                next = w.acquire_on_read(t, {}, v3, {});
+            }
+            CHECK(t >= std::chrono::nanoseconds(2001ms));
+            CHECK(t < yield_end);
+        }
     }
 }
 

@@ -81,23 +81,27 @@ struct lease_options {
         participant takes its own released lease straight back only for a
         turn of `yield_after` (counted from the first term of the run); after
         that its next acquisition first leaves the released record alone for
-        1.25 × `poll_interval`, long enough for every waiting contender to
-        read it once, and the first to read it takes it. If nobody does, the
+        2.25 × `poll_interval`, long enough for every waiting contender to
+        read it once (a waiter reads at least every two poll intervals, see
+        below), and the first to read it takes it. If nobody does, the
         participant takes it back with one write and its next turn is twice
         as long (at most 16 × `yield_after`), so a participant without
         rivals pauses rarely. Acquisitions that are not taking back one's
         own release are never delayed, nor are try-once acquisitions and
         ones whose timeout is shorter than the pause; no write is added.
-        The pause assumes the waiters poll at least as often as this
-        participant (the same `poll_interval`).
+        The pause assumes the waiters have the same `poll_interval` as this
+        participant.
         A participant re-acquiring back to back (within an eighth of a poll
         interval of its own release) states in the record what is left of its
         turn, and the waiters read again at its end instead of during it, but at
         least every two poll intervals: a lease released in the middle of a
-        turn, by a holder that then leaves, is taken within two poll intervals.
+        turn, by a holder that then leaves, is taken within two poll intervals
+        (and so is any release a waiter that read a stated turn is sleeping
+        through; one that read none reads within one). The longest turn, after
+        untaken yields, is 16 × `yield_after`: 32 poll intervals by default.
         Zero (the default): two poll intervals, so that under sustained
         contention each waiter reads about once per turn (half the reads of a
-        turn of one poll interval; 2.6 store requests per acquisition instead
+        turn of one poll interval; 2.5 store requests per acquisition instead
         of 2.9 at 8 contenders, in virtual time). `milliseconds::max()`: never
         yield (the releaser keeps winning under contention). Otherwise at most 24 h.
     */

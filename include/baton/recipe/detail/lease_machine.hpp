@@ -520,11 +520,13 @@ private:
     bool streak_over(own_time now) const noexcept {
         return turn_ != std::chrono::nanoseconds::max() && now - streak_since_ >= turn_;
     }
-    // A poll interval and a quarter: every waiter reads within a poll interval (its pauses are
-    // jittered down, never up), or by half a poll after the end of the turn our record stated
-    // (which is over when we yield); the quarter is for a read still in flight.
+    // Two poll intervals and a quarter: every waiter reads within a poll interval of its last
+    // read (its pauses are jittered down, never up), or within two when the record it read stated
+    // a turn (turn_wait_cap). Not the turn's end as the waiter computes it: it counts the turn from
+    // its first read of that version, which may come a whole hold after the write, so that end
+    // can be later than our release by up to the cap. The quarter is for a read still in flight.
     std::chrono::nanoseconds yield_pause() const noexcept {
-        return std::chrono::nanoseconds(opts_.poll_interval) * 5 / 4;
+        return std::chrono::nanoseconds(opts_.poll_interval) * 9 / 4;
     }
 
     // The turn a record states (see lease_record.hpp). Only a participant re-acquiring back to
@@ -549,7 +551,7 @@ private:
     }
 
     // Our own released marker is the record: taken back at once during our turn; once the turn
-    // is over, it stays with the waiters until 1.25 poll intervals after our release (each
+    // is over, it stays with the waiters until 2.25 poll intervals after our release (each
     // reads it by then: see yield_pause), unless this acquisition may not wait that long.
     lease_action take_back(own_time now, bool contended = false) {
         if (!yielded_ && yield_allowed_ && streak_over(now)) {
@@ -696,7 +698,8 @@ private:
         return poll - std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(poll.count()) / 32));
     }
     // The longest a waiter sleeps through a stated turn: two poll intervals less up to a 16th of
-    // one, jittered for the same reason.
+    // one, jittered for the same reason (the sum of two draws of poll_delay_near_full, which is
+    // also the pause after a lost race). yield_pause covers it.
     std::chrono::nanoseconds turn_wait_cap() { return poll_delay_near_full() + poll_delay_near_full(); }
     // Spreads the waiters that wake at the end of a turn over half a poll interval, so that one
     // reads the released record first instead of all racing for it.
