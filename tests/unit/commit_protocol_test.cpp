@@ -475,4 +475,48 @@ TEST_CASE("the recipes run unchanged on it: a lease with rising tokens, an elect
         [&](asio::io_context::executor_type ex) { return mem_commit(objects.rebind(ex), locks.rebind(ex)); }, "kv/");
 }
 
+
+TEST_CASE("a key that is not UTF-8 is refused before anything is written, by every store and by the composition") {
+    rig r;
+    std::string const bad = std::string("doc/\xff\xfe-") + "x";
+    auto [ec, res] = r.put(bad, "bytes", precondition::absent());
+    CHECK(ec == errc::invalid_argument);
+    CHECK(res.diag.message.find("UTF-8") != std::string::npos);
+    CHECK(r.objects_stored() == 0); // no object either
+    auto [gec, g] = r.get(bad);
+    CHECK(gec == errc::invalid_argument);
+    auto [eec, e] = r.erase(bad, precondition::none());
+    CHECK(eec == errc::invalid_argument);
+    // The stores themselves, as every store refuses it (S3 keys and DynamoDB strings are UTF-8).
+    baton::memory_backend mem(r.sched.get_executor());
+    std::optional<error_code> got;
+    mem.async_put(bad, "v", precondition::none(), [&](error_code e2, baton::put_result) { got = e2; });
+    r.sched.run_for(10ms);
+    REQUIRE(got);
+    CHECK(*got == errc::invalid_argument);
+    baton::diagnostics d;
+    CHECK(baton::store_limits::check_key(bad, d) == errc::invalid_argument);
+    CHECK(baton::store_limits::check_key("doc/\xc3\xa9t\xc3\xa9", d) == error_code{}); // "été": valid UTF-8
+    // kv on the composition: refused too, so no pointer that cannot be parsed is ever committed.
+    baton::basic_kv<commit_t, sim::manual_clock> kv(r.sched.get_executor(), r.store);
+    std::optional<error_code> kec;
+    kv.async_put(bad, "v", baton::kv_condition::none(), [&](error_code e2, baton::kv_write_result) { kec = e2; });
+    r.sched.run_for(1s);
+    REQUIRE(kec);
+    CHECK(*kec == errc::invalid_argument);
+}
+
+TEST_CASE("two handles built with the same explicit seed never write the same object name") {
+    rig r;
+    commit_t twin{r.objects, r.locks, {}, 42}; // the rig's store has seed 42 as well
+    auto [ec1, p1] = r.put(r.store, "doc", "from the first handle", precondition::absent());
+    REQUIRE_FALSE(ec1);
+    // The twin's put of the same key on the same base is refused; its object must not have
+    // replaced, or deleted, the first handle's committed one.
+    auto [ec2, p2] = r.put(twin, "doc", "from the twin", precondition::absent());
+    CHECK(ec2 == errc::precondition_failed);
+    auto body = r.body_of("doc");
+    REQUIRE(body);
+    CHECK(*body == "from the first handle");
+}
 }

@@ -595,7 +595,7 @@ TEST_CASE("leftover temporary files, lock files and foreign files are ignored") 
     CHECK(keys_of(f.list("", "", 10).second) == "a b ");
 }
 
-TEST_CASE("any key round-trips without escaping the root directory") {
+TEST_CASE("any valid key round-trips without escaping the root directory; a key that is not UTF-8 is refused") {
     store_dir outer;
     asio::io_context ioc;
     fs::path const root = outer.path / "store";
@@ -614,7 +614,6 @@ TEST_CASE("any key round-trips without escaping the root directory") {
         "new\nline",
         std::string("nul\0byte", 8),
         "caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac/\xf0\x9f\x94\x92",
-        "\xff\xfe not utf-8",
         "%41 looks encoded",
         ".lock.r.k",
         ".tmp.0123",
@@ -647,6 +646,12 @@ TEST_CASE("any key round-trips without escaping the root directory") {
         CHECK(g.found->version == p.version);
     }
     CHECK(names.size() == keys.size()); // distinct keys, distinct files
+    // Every store refuses a key that is not UTF-8 before touching anything; its name would still be safe.
+    std::string const not_utf8 = "\xff\xfe not utf-8";
+    CHECK(baton::file_backend::file_name(not_utf8).find('/') == std::string::npos);
+    auto [ebad, bad] = run_op<baton::put_result>(ioc, [&](auto h) { store.async_put(not_utf8, "x", precondition::absent(), h); });
+    CHECK(ebad == errc::invalid_argument);
+    CHECK(bad.diag.message.find("UTF-8") != std::string::npos);
     CHECK(baton::file_backend::file_name("jobs/nightly report") == "r.jobs%2Fnightly%20report");
     CHECK(baton::file_backend::file_name(std::string(201, 'x')).size() == 66);
 

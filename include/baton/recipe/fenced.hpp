@@ -124,12 +124,12 @@ public:
     static constexpr std::size_t max_cached_keys = 4096;
 
     /// Writes and reads through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
-    /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    /// come from `random_seed` when given (reproducible simulations), else from kernel randomness.
     /// `observer` is told of every write call.
     basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})
         : ex_(ex), st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
-                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys,
+                                      random_seed, max_cached_keys,
                                       std::move(observer))) {}
 
     /// The executor.

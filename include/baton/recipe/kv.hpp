@@ -198,12 +198,12 @@ public:
     static constexpr unsigned max_contention_rounds = detail::kv_write_machine<RetryPolicy, std::mt19937_64>::max_contention_rounds;
 
     /// Reads and writes through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
-    /// come from `random_seed` when given (reproducible simulations), else from `std::random_device`.
+    /// come from `random_seed` when given (reproducible simulations), else from kernel randomness.
     /// `observer` is told of every write call (put, erase, update).
     basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})
         : ex_(ex), st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
-                                      random_seed ? *random_seed : std::random_device{}(), max_cached_keys,
+                                      random_seed, max_cached_keys,
                                       std::move(observer))) {}
 
     /// The executor.

@@ -88,6 +88,7 @@
 */
 
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/random.hpp>
 #include <baton/core/error.hpp>
 #include <baton/store/detail/commit_pointer.hpp>
 #include <baton/store/record_store.hpp>
@@ -131,6 +132,7 @@ struct commit_protocol_params {
     /// @throws config_error naming the broken rule.
     void validate() const {
         if (object_prefix.size() > 256) throw config_error("commit_protocol_params: object_prefix longer than 256 bytes");
+        if (!detail::is_utf8(object_prefix)) throw config_error("commit_protocol_params: object_prefix must be valid UTF-8");
         if (max_body_bytes == 0) throw config_error("commit_protocol_params: max_body_bytes must be at least 1");
         if (max_unconditional_rounds == 0 || max_read_rounds == 0)
             throw config_error("commit_protocol_params: max_unconditional_rounds and max_read_rounds must be at least 1");
@@ -164,7 +166,10 @@ public:
     /// Completions run here unless the handler has an executor of its own (the lock store's).
     using executor_type = typename LockStore::executor_type;
 
-    /** Composes `objects` and `locks`; `seed` seeds the object names' nonces (0: from `std::random_device`).
+    /** Composes `objects` and `locks`. `seed` makes the object names' nonces reproducible
+        (simulations); 0 draws them from kernel randomness. Handles of one process given the
+        same seed still draw different names, but two processes given one seed draw the same
+        ones: never give a seed to handles of different processes that share stores.
         @throws config_error when `p` breaks a rule.
     */
     basic_commit_protocol(ObjectStore objects, LockStore locks, commit_protocol_params p = {}, std::uint64_t seed = 0)
@@ -259,7 +264,8 @@ private:
 
     struct state {
         state(ObjectStore o, LockStore l, commit_protocol_params p, std::uint64_t seed)
-            : objects(std::move(o)), locks(std::move(l)), params(std::move(p)), rng(seed ? seed : std::random_device{}()) {}
+            : objects(std::move(o)), locks(std::move(l)), params(std::move(p)),
+              rng(detail::seeded_generator(seed ? std::optional(detail::commit_handle_seed(seed)) : std::nullopt)) {}
 
         ObjectStore objects;
         LockStore locks;
@@ -319,7 +325,9 @@ private:
                             std::to_string(key.size()) + ")";
                 return errc::invalid_argument;
             }
-            return {};
+            // Refused before anything is written: a pointer naming a key that is not UTF-8 could
+            // never be read back as JSON.
+            return store_limits::check_key(key, d);
         }
     };
 

@@ -43,6 +43,7 @@
 
 #include <baton/core/detail/config.hpp>
 #include <baton/core/detail/post_completion.hpp>
+#include <baton/core/detail/text.hpp>
 #include <baton/core/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -165,11 +166,19 @@ struct store_limits {
     /// S3's key limit; DynamoDB's partition key limit is larger.
     static constexpr std::size_t max_key_bytes = 1024;
 
-    /// `errc::invalid_argument`, with the rule in `diag`, unless `key` has 1 to `max_key_bytes` bytes.
+    /** `errc::invalid_argument`, with the rule in `diag`, unless `key` has 1 to `max_key_bytes`
+        bytes of valid UTF-8. Every store refuses other keys the same way: S3 keys and DynamoDB
+        strings must be UTF-8, and a key that a record names (a commit pointer, a lease table's
+        shard) must stay readable as text.
+    */
     static error_code check_key(std::string_view key, diagnostics& diag) {
         if (key.empty() || key.size() > max_key_bytes) {
             diag.message = "key must be 1 to " + std::to_string(max_key_bytes) + " bytes (it is " +
                            std::to_string(key.size()) + ")";
+            return errc::invalid_argument;
+        }
+        if (!detail::is_utf8(key)) {
+            diag.message = "key must be valid UTF-8";
             return errc::invalid_argument;
         }
         return {};

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,6 +43,18 @@ inline std::string kernel_random_hex(std::size_t bytes) {
         for (; got < bytes; ++got) buf[got] = static_cast<unsigned char>(rd());
     }
     return to_hex(buf.data(), bytes);
+}
+
+/** A generator for nonces and names: seeded with `seed` when given (reproducible simulations),
+    else with 256 bits of kernel randomness. One 32-bit `std::random_device` draw would give
+    only 2^32 sequences: a fleet of a few tens of thousands of processes would likely have two
+    that draw the same nonces.
+*/
+inline std::mt19937_64 seeded_generator(std::optional<std::uint64_t> seed) {
+    if (seed) return std::mt19937_64(*seed);
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seq);
 }
 
 /// A generator seeded from the kernel, safe to share between threads: 128-bit hex names.

@@ -108,6 +108,13 @@ constexpr std::string_view trim(std::string_view s) noexcept {
 /// The lower-case hex digit of `v & 15`.
 constexpr char hex_digit(unsigned v) noexcept { return "0123456789abcdef"[v & 15]; }
 
+/// True when every character of `s` is a lowercase hex digit (an empty `s` included).
+constexpr bool is_lower_hex(std::string_view s) noexcept {
+    for (char c : s)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
 /// How many bytes the JSON escape of each byte adds: 1 for `"` and `\\`, 5 for other control
 /// bytes (`\u00XX`) except the five with a short form, 0 for the rest (UTF-8 passes as is).
 inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {

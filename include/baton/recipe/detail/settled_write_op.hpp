@@ -9,6 +9,7 @@
 // honours terminal cancellation without abandoning a write in doubt, and owns its machine:
 // the answers of one call can never reach another.
 
+#include <baton/core/detail/random.hpp>
 #include <baton/core/error.hpp>
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/write_observer.hpp>
@@ -29,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -45,9 +47,10 @@ struct recipe_state {
     using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
     using observer_type = Observer;
 
-    recipe_state(executor_type e, Backend b, RetryPolicy r, Clock c, std::uint64_t seed, std::size_t max_cached_keys,
-                 Observer obs = {})
-        : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seed),
+    // `seed`: nonces and jitter replay under it (simulations); none: kernel randomness.
+    recipe_state(executor_type e, Backend b, RetryPolicy r, Clock c, std::optional<std::uint64_t> seed,
+                 std::size_t max_cached_keys, Observer obs = {})
+        : ex(std::move(e)), backend(std::move(b)), retry(std::move(r)), clock(std::move(c)), rng(seeded_generator(seed)),
           versions(max_cached_keys), observer(std::move(obs)) {}
 
     executor_type ex;

@@ -13,6 +13,7 @@
 // state of the pointer its commit is conditional on: 16 zeros for "absent", else 16 hex digits of
 // a hash of the pointer version it must match (never all zeros).
 
+#include <baton/core/detail/text.hpp>
 #include <baton/core/error.hpp>
 
 #include <boost/json/parse.hpp>
@@ -22,6 +23,8 @@
 #include <openssl/evp.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +78,27 @@ inline std::string commit_base_tag(std::optional<std::string_view> version) {
     return commit_hex(b, 8);
 }
 
+/** The seed a new handle built with the explicit seed `seed` draws its object names from: `seed`
+    itself for the first such handle of this process, a different one for each after it. Two
+    handles drawing the same names would let one's object replace the other's committed one (the
+    object PUT has no precondition), or its refusal delete it. Explicit seeds are for
+    simulations: two processes given one seed still draw the same names.
+*/
+inline std::uint64_t commit_handle_seed(std::uint64_t seed) {
+    static std::mutex mutex;
+    static std::map<std::uint64_t, std::uint64_t> built; // handles built per seed
+    std::uint64_t n;
+    {
+        std::lock_guard lock(mutex);
+        n = built[seed]++;
+    }
+    if (n == 0) return seed;
+    std::uint64_t z = seed + n * 0x9e3779b97f4a7c15ull; // splitmix64 of (seed, n)
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 inline std::string commit_object_name(std::string_view object_prefix, std::string_view key, std::string_view base_tag,
                                       std::string_view nonce) {
     std::string n;
@@ -88,12 +112,6 @@ struct commit_object_parts {
     std::string key;
     std::string base_tag;
 };
-
-inline bool is_lower_hex(std::string_view s) {
-    for (char c : s)
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    return true;
-}
 
 /// Parses `name` (as listed in the object store); nothing when it is not a commit object under `object_prefix`.
 inline std::optional<commit_object_parts> parse_commit_object_name(std::string_view object_prefix, std::string_view name) {
