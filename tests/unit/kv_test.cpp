@@ -116,13 +116,13 @@ TEST_CASE("the record format round-trips any bytes, marks tombstones, and refuse
     CHECK_FALSE(b.live);
 
     // The recent writers: the newest first, at most 16, each the first 16 digits of a nonce.
-    std::string recent = baton::detail::kv_recent_after("0123456789abcdef0123456789abcdef", "");
+    std::string recent = baton::detail::recent_after("0123456789abcdef0123456789abcdef", "");
     CHECK(recent == "0123456789abcdef");
-    for (int i = 0; i < 20; ++i) recent = baton::detail::kv_recent_after(std::string(32, "0123456789abcdef"[i % 16]), recent);
+    for (int i = 0; i < 20; ++i) recent = baton::detail::recent_after(std::string(32, "0123456789abcdef"[i % 16]), recent);
     CHECK(recent.size() == 16 * 17 - 1);
-    CHECK(baton::detail::kv_recent_at(recent, 0) == std::string(16, '3'));
-    CHECK(baton::detail::kv_recent_at(recent, 15) == std::string(16, '4'));
-    CHECK(baton::detail::kv_recent_at(recent, 16).empty());
+    CHECK(baton::detail::recent_at(recent, 0) == std::string(16, '3'));
+    CHECK(baton::detail::recent_at(recent, 15) == std::string(16, '4'));
+    CHECK(baton::detail::recent_at(recent, 16).empty());
     auto const with_recent = encode_kv(9, "abc", 3, false, "", recent);
     CHECK(with_recent.rfind("baton-kv 1 9 abc fence=3 recent=3333333333333333,", 0) == 0);
     REQUIRE_FALSE(decode_kv(with_recent, b, d));
@@ -458,8 +458,7 @@ TEST_CASE("cancelling an update in its backoff writes nothing more; a write alre
     asio::cancellation_signal cancel;
     write_outcome o;
 
-    net.inject_next(sim::fault_kind::pass);
-    net.inject_next(sim::fault_kind::unavailable); // 503: not applied; a backoff follows
+    net.inject_next(sim::fault_kind::unavailable); // the read: 503; a backoff follows, nothing was written
     kv.async_update("n", increment{}, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, baton::kv_write_result r) {
                         o = {true, ec, std::move(r)};
                     }));
@@ -469,6 +468,24 @@ TEST_CASE("cancelling an update in its backoff writes nothing more; a write alre
     sched.run_for(60s);
     REQUIRE(o.done);
     CHECK(o.ec == asio::error::operation_aborted);
+    CHECK_FALSE(net.inner().peek("n"));
+
+    // A write answered 503 (not applied, but a 5xx may hide one that was), then cancelled in the
+    // backoff: the settling read shows the key as the write found it, so the write may still
+    // land. The caller is told unknown_outcome, never "aborted" (it would write again).
+    net.inject_next(sim::fault_kind::pass);
+    net.inject_next(sim::fault_kind::unavailable);
+    o = {};
+    auto const sent = net.counts().requests;
+    kv.async_update("n", increment{}, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, baton::kv_write_result r) {
+                        o = {true, ec, std::move(r)};
+                    }));
+    while (net.counts().requests < sent + 2) sched.run_for(1ms); // the write is on its way
+    REQUIRE_FALSE(o.done);
+    cancel.emit(asio::cancellation_type::terminal);
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    CHECK(o.ec == errc::unknown_outcome);
     CHECK_FALSE(net.inner().peek("n"));
 
     // A write whose answer is lost, then cancelled while its settlement waits: the read decides.
@@ -508,4 +525,42 @@ TEST_CASE("kv: a call refused before any request completes later, never inside t
     ioc.run();
     CHECK(seen == std::vector<error_code>{errc::invalid_argument, errc::invalid_argument, errc::invalid_argument});
     CHECK(kv.backend().counts().puts == 0);
+}
+
+TEST_CASE("kv: a cancelled update whose write landed is never reported aborted, also when the settling read is stale") {
+    // The update reads version 1 and writes version 2, which is applied with its answer lost; the
+    // caller cancels. Two stale reads answer "absent" after the timeout: the first is seen to be
+    // stale, the second is the settling read after the cancellation. Told "aborted", the caller
+    // would increment again and the counter would end one too high.
+    sim::scheduler sched(13);
+    baton::memory_backend inner(sched.get_executor());
+    faulty_store net(inner, sched.get_executor(), 14, sim::fault_profile::none());
+    faulty_kv kv(sched.get_executor(), net);
+    std::optional<error_code> got;
+    kv.async_get("n", [&](error_code ec, std::optional<baton::kv_entry>) { got = ec; }); // reads "absent"
+    sched.run_for(1s);
+    REQUIRE(got);
+    write_outcome o;
+    kv.async_put("n", "1", kv_condition::absent(), [&](error_code ec, baton::kv_write_result r) { o = {true, ec, std::move(r)}; });
+    sched.run_for(1s);
+    REQUIRE(o.done);
+    REQUIRE_FALSE(o.ec);
+
+    asio::cancellation_signal cancel;
+    net.inject_next(sim::fault_kind::pass);          // the update's read: version 1
+    net.inject_next(sim::fault_kind::drop_response); // its write of version 2: applied, the answer lost
+    net.inject_next(sim::fault_kind::stale_read);    // "absent": older than what the call knows
+    net.inject_next(sim::fault_kind::stale_read);    // "absent" again: the settling read after the cancellation
+    o = {};
+    kv.async_update("n", increment{}, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, baton::kv_write_result r) {
+                        o = {true, ec, std::move(r)};
+                    }));
+    sched.run_for(1s); // the write was applied; its answer will never come
+    REQUIRE(net.inner().peek("n")->body.rfind("baton-kv 1 2 ", 0) == 0);
+    cancel.emit(asio::cancellation_type::terminal);
+    sched.run_for(60s);
+    REQUIRE(o.done);
+    INFO(o.ec.message() << ": " << o.r.diag.to_string());
+    CHECK(o.ec != asio::error::operation_aborted);
+    CHECK((!o.ec || o.ec == errc::unknown_outcome));
 }

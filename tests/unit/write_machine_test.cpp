@@ -208,7 +208,7 @@ TEST_CASE("kv machine: a lost answer whose write another writer overwrote is fou
     baton::detail::kv_body theirs;
     theirs.version = 3;
     theirs.nonce = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-    theirs.recent = baton::detail::kv_recent_after(mine.nonce, mine.recent);
+    theirs.recent = baton::detail::recent_after(mine.nonce, mine.recent);
     theirs.value = "theirs";
     s = m.on_get({}, found("s3", baton::detail::encode_kv(theirs)));
     REQUIRE(s.what == kind::done);

@@ -13,6 +13,7 @@
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
+#include <baton/store/detail/recent_writers.hpp>
 #include <baton/store/detail/settling_write.hpp>
 #include <baton/store/settlement.hpp>
 #include <baton/store/record_store.hpp>
@@ -33,11 +34,9 @@ namespace baton::detail {
 // then the value's bytes (none for a tombstone).
 //   fence:  the highest fencing token a write to the key carried (absent: none yet);
 //   recent: the first 16 hex digits of the nonces of the writes before this one, newest first
-//           (at most kv_recent_writes): a writer whose answer was lost finds its write there
-//           even after others wrote on top of it, and never applies it twice.
+//           (at most 16, store/detail/recent_writers.hpp): a writer whose answer was lost finds
+//           its write there even after others wrote on top of it, and never applies it twice.
 inline constexpr std::string_view kv_magic = "baton-kv 1 ";
-inline constexpr std::size_t kv_recent_writes = 16;
-inline constexpr std::size_t kv_recent_digits = 16;
 
 struct kv_body {
     std::uint64_t version = 0;
@@ -47,29 +46,6 @@ struct kv_body {
     bool live = true;
     std::string value;
 };
-
-// The `recent` list of a write on top of a record with `nonce` and `recent`.
-inline std::string kv_recent_after(std::string_view nonce, std::string_view recent) {
-    std::string out(nonce.substr(0, kv_recent_digits));
-    std::size_t kept = 1;
-    while (!recent.empty() && kept < kv_recent_writes) {
-        auto const comma = recent.find(',');
-        out += ',';
-        out += recent.substr(0, comma);
-        ++kept;
-        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
-    }
-    return out;
-}
-
-// The n-th entry (0: the write just before) of a `recent` list, or empty.
-inline std::string_view kv_recent_at(std::string_view recent, std::size_t n) {
-    for (; n > 0 && !recent.empty(); --n) {
-        auto const comma = recent.find(',');
-        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
-    }
-    return recent.substr(0, recent.find(','));
-}
 
 inline std::string encode_kv(kv_body const& b) {
     std::string s;
@@ -117,16 +93,7 @@ inline error_code decode_kv(std::string_view body, kv_body& out, diagnostics& d)
                 return foreign("its fence is not a decimal number from 1 to 2^64-1");
             at = had_fence;
         } else if (f.starts_with("recent=") && at < had_recent) {
-            std::string_view list = f.substr(7);
-            std::size_t n = 0;
-            while (true) {
-                auto const comma = list.find(',');
-                std::string_view const p = list.substr(0, comma);
-                if (p.size() != kv_recent_digits || !is_nonce(p) || ++n > kv_recent_writes)
-                    return foreign("its recent writers are not a list of at most 16 nonce prefixes");
-                if (comma == std::string_view::npos) break;
-                list.remove_prefix(comma + 1);
-            }
+            if (!is_recent_list(f.substr(7))) return foreign("its recent writers are not a list of at most 16 nonce prefixes");
             b.recent = std::string(f.substr(7));
             at = had_recent;
         } else if (f == "tombstone" && at < had_tombstone) {
@@ -205,7 +172,7 @@ public:
             bool const fence_ok = !expect_.fence || known_->fence <= *expect_.fence;
             if (plausible && fence_ok && known_->version < max_version)
                 return write_new(known_->version + 1, fence_over(known_->fence), precondition::matches(known_->store_version),
-                                 kv_recent_after(known_->nonce, known_->recent));
+                                 recent_after(known_->nonce, known_->recent));
         }
         return read();
     }
@@ -326,7 +293,7 @@ private:
             return finish(errc::invalid_argument);
         }
         return write_new(current_version_ + 1, fence_over(current_fence_), precondition::matches(current_store_version_),
-                         kv_recent_after(current_nonce_, current_recent_));
+                         recent_after(current_nonce_, current_recent_));
     }
 
     // The fence a write leaves: the caller's token (checked to be at least the stored one), or the stored one kept.
@@ -340,10 +307,13 @@ private:
         return a;
     }
 
-    // A stopped call reports why it stopped, unless a write of it may still land: then its fate is unknown.
+    // A stopped call reports why it stopped (a cancellation included) only when no write of it
+    // can land any more; while one may, its fate is unknown: a caller told "aborted" or "failed"
+    // would write again, and apply it twice.
     write_step stop() {
-        if (!doubts_.empty() && stop_reason_ != boost::asio::error::operation_aborted) {
-            diag_.message = "a write of this call may still land (it waits in the network on a version that still holds)";
+        if (!doubts_.empty()) {
+            diag_.message = "a write of this call may have landed or may still land (the last read showed the record "
+                            "at or before the version it was written on)";
             return finish(errc::unknown_outcome);
         }
         return finish(stop_reason_);
@@ -354,7 +324,7 @@ private:
     // nonce, in the record or among its recent writers, or it can never land (one write lands
     // per version, and versions only rise) and is forgotten. Writes above the record's version
     // stay in doubt: they may still land, and a stale read (a lagging replica) can show a
-    // record older than one of them that already did. A write more than kv_recent_writes
+    // record older than one of them that already did. A write more than recent_writers_kept
     // versions below the record cannot be told: `lost_track_`.
     std::optional<kv_attempt> settle(kv_body const* found) {
         std::uint64_t const at = found ? found->version : 0;
@@ -363,9 +333,9 @@ private:
             if (a.version > at) return true;
             std::uint64_t const below = at - a.version;
             if (below == 0 && a.nonce == found->nonce) landed = a;
-            else if (below > 0 && below <= kv_recent_writes) {
-                if (kv_recent_at(found->recent, below - 1) == std::string_view(a.nonce).substr(0, kv_recent_digits)) landed = a;
-            } else if (below > kv_recent_writes) {
+            else if (below > 0 && below <= recent_writers_kept) {
+                if (recent_at(found->recent, below - 1) == std::string_view(a.nonce).substr(0, writer_prefix_digits)) landed = a;
+            } else if (below > recent_writers_kept) {
                 lost_track_ = true;
             }
             return false;
@@ -445,7 +415,7 @@ private:
         }
         if (lost_track_) {
             diag_.message = "a write of this call may have landed: the record moved on by more than " +
-                            std::to_string(kv_recent_writes) + " writes before it could be read back";
+                            std::to_string(recent_writers_kept) + " writes before it could be read back";
             return finish(errc::unknown_outcome);
         }
         if (!stopping_ && (read_is_stale(b.version) || b.version < floor_)) return look_again();
