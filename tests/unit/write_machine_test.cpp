@@ -4,6 +4,7 @@
 
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
+#include <baton/store/detail/recent_writers.hpp>
 
 #include <doctest/doctest.h>
 
@@ -87,19 +88,86 @@ TEST_CASE("fenced machine: a higher token in the record refuses the write; the m
     CHECK(m.last_seen()->version == "v9");
 }
 
-TEST_CASE("fenced machine: a cancellation after sending settles with one read, then reports the cancellation") {
+namespace {
+// A record the fenced machines know: version `v`, token 4, written by a 32-digit nonce `n` after
+// the writes `recent`.
+baton::detail::fenced_seen seen4(std::string v, std::string n, std::string recent = {}) {
+    return baton::detail::fenced_seen{std::move(v), 4, std::move(n), std::move(recent), 2};
+}
+std::string const nonce_a(32, 'a'), nonce_b(32, 'b'), nonce_c(32, 'c');
+} // namespace
+
+TEST_CASE("fenced machine: a cancellation after sending settles with one read; cancelled only once the write can never land") {
+    for (bool moved_on : {false, true}) {
+        CAPTURE(moved_on);
+        counting_retry retry;
+        std::mt19937_64 rng(7);
+        fenced_machine m("v", 5, seen4("v1", nonce_a), retry, rng);
+        step s = m.start();
+        REQUIRE(s.what == kind::write); // known version with a lower token: one request
+        CHECK(s.pc.which() == precondition::kind::matches);
+        CHECK(s.body.find(" recent=" + nonce_a.substr(0, 16) + "\n") != std::string::npos); // it names what it replaces
+        s = m.on_put(boost::asio::error::operation_aborted, put_result{});
+        REQUIRE(s.what == kind::read);
+        CHECK(m.stopping()); // the driver must not cancel this read
+        if (moved_on) // another write of token 5 replaced v1: this one can never land
+            s = m.on_get({}, found("v2", baton::detail::encode_fenced(5, nonce_b, "theirs", baton::detail::recent_after(nonce_a, ""))));
+        else // v1 is still there: the write may be on its way
+            s = m.on_get({}, found("v1", baton::detail::encode_fenced(4, nonce_a, "old")));
+        REQUIRE(s.what == kind::done);
+        CHECK(s.ec == (moved_on ? error_code(boost::asio::error::operation_aborted) : error_code(errc::unknown_outcome)));
+    }
+}
+
+TEST_CASE("fenced machine: a write overwritten after it landed is found in the writers its successor names") {
     counting_retry retry;
     std::mt19937_64 rng(7);
-    fenced_machine m("v", 5, baton::detail::fenced_seen{"v1", 4}, retry, rng);
+    fenced_machine m("v", 5, seen4("v1", nonce_a), retry, rng);
     step s = m.start();
-    REQUIRE(s.what == kind::write); // known version with a lower token: one request
-    CHECK(s.pc.which() == precondition::kind::matches);
-    s = m.on_put(boost::asio::error::operation_aborted, put_result{});
-    REQUIRE(s.what == kind::read);
-    CHECK(m.stopping()); // the driver must not cancel this read
-    s = m.on_get({}, found("v1", baton::detail::encode_fenced(4, "cd", "old")));
+    REQUIRE(s.what == kind::write);
+    baton::detail::fenced_body mine;
+    baton::diagnostics d;
+    REQUIRE_FALSE(baton::detail::decode_fenced(s.body, mine, d));
+    CHECK(mine.recent == nonce_a.substr(0, 16));
+    s = m.on_put(errc::timeout, put_result{});
+    REQUIRE(s.what == kind::wait);
+    REQUIRE(m.on_wait().what == kind::read);
+    // Token 6 wrote over it: its record names ours among the writes before it.
+    s = m.on_get({}, found("v3", baton::detail::encode_fenced(6, nonce_c, "later", baton::detail::recent_after(mine.nonce, mine.recent))));
     REQUIRE(s.what == kind::done);
-    CHECK(s.ec == boost::asio::error::operation_aborted);
+    CHECK_FALSE(s.ec); // never "fenced": it landed
+    CHECK(m.settled_by_read());
+    CHECK(m.version().empty()); // overwritten before it could be read: its version is not known
+    REQUIRE(m.last_seen());
+    CHECK(m.last_seen()->version == "v3");
+}
+
+TEST_CASE("fenced machine: a write whose fate the record cannot tell is unknown_outcome, never fenced") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, seen4("v1", nonce_a), retry, rng);
+    REQUIRE(m.start().what == kind::write);
+    REQUIRE(m.on_put(errc::timeout, put_result{}).what == kind::wait);
+    REQUIRE(m.on_wait().what == kind::read);
+    // A higher token, over writes the record no longer names (a blind write, or too many since).
+    step s = m.on_get({}, found("v9", baton::detail::encode_fenced(9, nonce_c, "theirs")));
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::unknown_outcome);
+}
+
+TEST_CASE("fenced machine: a read older than the record the write was made on is looked at again") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, seen4("v2", nonce_b, baton::detail::recent_after(nonce_a, "")), retry, rng);
+    REQUIRE(m.start().what == kind::write);
+    REQUIRE(m.on_put(errc::timeout, put_result{}).what == kind::wait);
+    REQUIRE(m.on_wait().what == kind::read);
+    step s = m.on_get({}, found("v1", baton::detail::encode_fenced(4, nonce_a, "older"))); // a lagging replica
+    REQUIRE(s.what == kind::wait); // no verdict from it
+    REQUIRE(m.on_wait().what == kind::read);
+    s = m.on_get({}, found("v2", baton::detail::encode_fenced(4, nonce_b, "base", baton::detail::recent_after(nonce_a, ""))));
+    REQUIRE(s.what == kind::write); // the record it was made on: write again; only one of the two can land
+    CHECK(s.pc.version() == "v2");
 }
 
 TEST_CASE("fenced machine: refusals past the contention limit fail with precondition_failed, paced from the third") {
@@ -122,25 +190,31 @@ TEST_CASE("fenced machine: refusals past the contention limit fail with precondi
     CHECK(waits == fenced_machine::max_contention_rounds - 2);
 }
 
-TEST_CASE("fenced machine: out of retries with a write in doubt, one last read decides; not landed reports the failure") {
-    counting_retry retry;
-    retry.max = 1;
-    std::mt19937_64 rng(7);
-    fenced_machine m("v", 5, baton::detail::fenced_seen{"v1", 4}, retry, rng);
-    REQUIRE(m.start().what == kind::write);
-    step s = m.on_put(errc::service_unavailable, put_result{});
-    REQUIRE(s.what == kind::read);
-    CHECK(m.stopping());
-    s = m.on_get({}, found("v1", baton::detail::encode_fenced(4, "cd", "old")));
-    REQUIRE(s.what == kind::done);
-    CHECK(s.ec == errc::service_unavailable);
+TEST_CASE("fenced machine: out of retries with a write in doubt, one last read decides; the failure only once it can never land") {
+    for (bool moved_on : {false, true}) {
+        CAPTURE(moved_on);
+        counting_retry retry;
+        retry.max = 1;
+        std::mt19937_64 rng(7);
+        fenced_machine m("v", 5, seen4("v1", nonce_a), retry, rng);
+        REQUIRE(m.start().what == kind::write);
+        step s = m.on_put(errc::service_unavailable, put_result{});
+        REQUIRE(s.what == kind::read);
+        CHECK(m.stopping());
+        if (moved_on)
+            s = m.on_get({}, found("v2", baton::detail::encode_fenced(4, nonce_b, "other", baton::detail::recent_after(nonce_a, ""))));
+        else
+            s = m.on_get({}, found("v1", baton::detail::encode_fenced(4, nonce_a, "old")));
+        REQUIRE(s.what == kind::done);
+        CHECK(s.ec == (moved_on ? error_code(errc::service_unavailable) : error_code(errc::unknown_outcome)));
+    }
 }
 
 TEST_CASE("fenced machine: the settling read failing too reports unknown_outcome") {
     counting_retry retry;
     retry.max = 1;
     std::mt19937_64 rng(7);
-    fenced_machine m("v", 5, baton::detail::fenced_seen{"v1", 4}, retry, rng);
+    fenced_machine m("v", 5, seen4("v1", nonce_a), retry, rng);
     REQUIRE(m.start().what == kind::write);
     REQUIRE(m.on_put(errc::timeout, put_result{}).what == kind::read);
     step s = m.on_get(errc::timeout, get_result{});

@@ -71,9 +71,31 @@ struct fenced_value {
     std::string version;
 };
 
+/** How a fenced-write handle writes.
+
+    The record format: 2, the default, names in each record the writes before
+    it, so that a write whose answer was lost is known to have landed even
+    after others wrote over it (format 1 cannot tell, and reports
+    `errc::unknown_outcome` instead). Every version of baton that writes format
+    2 reads both; earlier versions read only format 1 and refuse format 2 as
+    `errc::foreign_record`. A fleet upgrades in two steps: first deploy the new
+    version with `record_format = 1`, then, once no process of the old version
+    is left, switch to 2 (a rolling restart is safe at each step).
+*/
+struct fenced_options {
+    /// The record format written: 1 or 2.
+    unsigned record_format = 2;
+
+    /// @throws config_error when `record_format` is neither 1 nor 2.
+    void validate() const {
+        if (record_format != 1 && record_format != 2) throw config_error("fenced_options: record_format must be 1 or 2");
+    }
+};
+
 /// What a fenced write reports.
 struct fenced_write_result {
-    /// The record's new version, on success.
+    /// On success, the record's version with this write; empty when the write landed and was
+    /// overwritten before a read could see it (its answer was lost).
     std::string version;
     /// On `errc::fenced`: the token the record had accepted, above the write's.
     std::uint64_t winning_token = 0;
@@ -128,14 +150,22 @@ public:
     /// `observer` is told of every write call.
     basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})
-        : ex_(ex), st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock),
-                                      random_seed, max_cached_keys,
-                                      std::move(observer))) {}
+        : basic_fenced(std::move(ex), std::move(backend), fenced_options{}, std::move(retry), std::move(clock), random_seed,
+                       std::move(observer)) {}
+
+    /// The same, writing as `options` say. @throws config_error when `options` break a rule.
+    basic_fenced(executor_type ex, Backend backend, fenced_options options, RetryPolicy retry = {}, Clock clock = {},
+             std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})
+        : ex_(ex), options_((options.validate(), options)),
+          st_(std::make_shared<state>(std::move(ex), std::move(backend), std::move(retry), std::move(clock), random_seed,
+                                      max_cached_keys, std::move(observer))) {}
 
     /// The executor.
     executor_type get_executor() const noexcept { return ex_; }
     /// The record store.
     Backend& backend() noexcept { return st_->backend; }
+    /// How this handle writes.
+    fenced_options const& options() const noexcept { return options_; }
 
     /** Writes `value` to `key` with fencing token `token`.
 
@@ -143,29 +173,33 @@ public:
         token (`fenced_write_result::winning_token` names it); accepted when
         the record is absent or its token is at most `token`.
 
+        Every outcome but `errc::unknown_outcome` is the truth: a write
+        reported written landed (once), and one reported failed, fenced or
+        cancelled never landed and never will.
+
         @par Handler signature
         `void(error_code, fenced_write_result)`. Errors: `errc::fenced`;
         `errc::foreign_record` (the key holds something this recipe did not
         write; nothing is overwritten); `errc::precondition_failed` (the
         record changed under 64 attempts in a row); `errc::unknown_outcome`
-        (a write may have landed and every read back failed); store errors
+        (a write of this call may have landed, or may still land: its answer
+        was lost and no read could tell, or the call had to stop while the
+        record was still as the write found it); store errors
         (`invalid_argument` for a bad key or an oversized value, auth,
         `not_found` for a missing bucket or table, transient ones once the
-        retry policy gives up).
+        retry policy gives up and nothing sent can land).
 
         @par Per-Operation Cancellation
         Terminal: no further write is sent. A write already sent is settled
         first by one read that is not cancelled: if it landed the operation
-        succeeds, otherwise it completes with `operation_aborted`. (A request
-        still delayed in the network can land after that read, as after any
-        failure, if the record has not changed meanwhile; fencing holds all
-        the same: it is conditional on a version whose token is not above
-        its own.)
+        succeeds; if it can no longer land (the record moved on without it),
+        it completes with `operation_aborted`; otherwise with
+        `errc::unknown_outcome`.
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_write(std::string key, std::string value, std::uint64_t token, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, fenced_write_result)>(
-            detail::settled_write_op<state, write_spec>(st_, std::move(key), write_spec{std::move(value), token}),
+            detail::settled_write_op<state, write_spec>(st_, std::move(key), write_spec{std::move(value), token, options_.record_format}),
             std::forward<Token>(tok), st_->ex);
     }
 
@@ -196,6 +230,7 @@ private:
 
         std::string value;
         std::uint64_t token_;
+        unsigned format;
 
         std::string_view operation() const noexcept { return "write"; }
         std::uint64_t token() const noexcept { return token_; }
@@ -203,7 +238,7 @@ private:
         error_code check(result_type&) const { return {}; }
         std::unique_ptr<machine> make(state& st, std::string const& key) {
             return std::make_unique<machine>(std::move(value), token_, st.versions.find(key), st.retry, st.rng,
-                                             fenced_put_hook<Backend>);
+                                             fenced_put_hook<Backend>, format);
         }
         template <class Self>
         static void send(state& st, std::string key, detail::write_step& a, machine& m, Self&& self) {
@@ -248,12 +283,13 @@ private:
                 st->versions.forget(key);
                 return self.complete(dec, std::optional<fenced_value>{});
             }
-            st->versions.remember(key, detail::fenced_seen{r.found->version, b.token});
+            st->versions.remember(key, detail::fenced_seen{r.found->version, b.token, b.nonce, b.recent, b.format});
             self.complete(error_code{}, std::optional<fenced_value>(fenced_value{std::move(b.value), b.token, r.found->version}));
         }
     };
 
     executor_type ex_;
+    fenced_options options_;
     std::shared_ptr<state> st_;
 };
 
