@@ -466,4 +466,82 @@ TEST_CASE("steady state: one write per worker per renew period, whatever the num
     }
 }
 
+TEST_CASE("a worker record deleted outside baton: its owner's declared TTL, not the taker's, bounds the takeover") {
+    // a declares a 90-s TTL and renews every 30 s; something outside baton deletes its record.
+    // b (ttl 6 s) must not end a's term after b's own window of 12 s while a, which learns
+    // nothing until its next renewal, still works on the shard.
+    sim::scheduler sched(21);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(1);
+    auto oa = table_options("a", 1);
+    oa.ttl = 90s;
+    w.start("a", 1.0, oa);
+    sched.run_for(5s);
+    REQUIRE(w.owned()["a"] == 1u);
+    std::optional<error_code> erased;
+    w.store.async_erase("t/workers/a", baton::precondition::none(), [&](error_code ec, baton::erase_result) { erased = ec; });
+    sched.run_for(10ms);
+    REQUIRE(erased);
+    REQUIRE_FALSE(*erased);
+    auto ob = table_options("b", 2);
+    ob.ttl = 6s;
+    w.start("b", 1.0, ob);
+    sched.run_for(60s);
+    w.check_log(false); // no work of a after b's started
+}
+
+TEST_CASE("a shard whose token reached 2^64-1 is never claimed: its token never wraps to 0") {
+    sim::scheduler sched(22);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(1);
+    baton::detail::shard_body b;
+    b.token = ~std::uint64_t(0);
+    b.nonce = "0123456789abcdef0123456789abcdef";
+    std::optional<error_code> put;
+    w.store.async_put("t/shards/s100", baton::detail::encode_shard_body(b), baton::precondition::none(),
+                      [&](error_code ec, baton::put_result) { put = ec; });
+    sched.run_for(10ms);
+    REQUIRE(put);
+    REQUIRE_FALSE(*put);
+    w.start("a");
+    sched.run_for(20s);
+    auto snap = w.snapshot();
+    REQUIRE(snap.shards.size() == 1u);
+    CHECK(snap.shards[0].token == ~std::uint64_t(0));
+    CHECK(snap.shards[0].owner.empty());
+    for (auto const& e : w.log->events) CHECK(e.what != test_common::table_event::kind::start);
+}
+
+TEST_CASE("a retired shard's owner stops at its next checkpoint, before its next scan") {
+    sim::scheduler sched(23);
+    auto counts = std::make_shared<std::map<std::string, int>>();
+    world<counting_store> w(sched, counting_store(baton::memory_backend(sched.get_executor()), counts));
+    w.register_shards(1);
+    auto o = table_options("a", 3);
+    o.scan_interval = 9s; // scans are rare: the checkpoint is what tells
+    w.start("a", 1.0, o);
+    sched.run_for(4s);
+    REQUIRE(w.owned()["a"] == 1u);
+    // Right after one of a's scans, retire the shard.
+    int const lists = (*counts)["lists"];
+    while ((*counts)["lists"] == lists) sched.run_for(50ms);
+    sched.run_for(200ms);
+    int const lists_at_retire = (*counts)["lists"];
+    bool retired = false;
+    w.admin().async_retire({"s100"}, [&](error_code ec) {
+        CHECK_FALSE(ec);
+        retired = true;
+    });
+    auto const retired_at = vclock::now();
+    bool ended = false;
+    for (int i = 0; i < 60 && !ended; ++i) {
+        sched.run_for(50ms);
+        for (auto const& e : w.log->events)
+            ended = ended || (e.what == test_common::table_event::kind::end && e.at > retired_at.time_since_epoch().count());
+    }
+    REQUIRE(retired);
+    CHECK(ended); // within 3 s, at its next checkpoint
+    CHECK((*counts)["lists"] - lists_at_retire <= 1); // the admin's own listing at most; a has not scanned
+}
+
 } // TEST_SUITE

@@ -594,6 +594,8 @@ public:
             : ex(std::move(e)), backend(std::move(b)), opts(std::move(o)), retry(std::move(r)), signer(std::move(s)),
               clock(std::move(c)), rng(seed_of(opts)), wake(ex) {
             detail::adopt_signer(backend, signer);
+            view.own_ttl = opts.ttl;
+            view.skew = opts.max_clock_rate_skew;
         }
 
         executor_type ex;
@@ -632,9 +634,6 @@ public:
         std::chrono::nanoseconds now() const { return clock.now().time_since_epoch(); }
         std::string worker_prefix() const { return opts.table + "workers/"; }
         std::string shard_prefix() const { return opts.table + "shards/"; }
-        std::chrono::nanoseconds window() const {
-            return detail::lease_machine::takeover_window(opts.ttl, opts.max_clock_rate_skew);
-        }
         std::chrono::nanoseconds lease_remaining(std::uint64_t t) const {
             if (!lease || !held || t != term) return std::chrono::nanoseconds(0);
             return lease->remaining();
@@ -1057,6 +1056,7 @@ public:
                     w.instance = b.owner;
                     w.value = b.value;
                     w.body_version = r->found->version;
+                    view.declared_ttl[names[i]] = b.ttl;
                 }
                 std::erase_if(view.workers, [&](auto const& kv) { return !present.count(kv.first); });
             }
@@ -1102,6 +1102,20 @@ public:
                     auto [it, fresh] = view.missing.try_emplace(n, detail::table_view::absence{listed, sent});
                     if (!fresh) it->second.last_sent = sent;
                 }
+                lose_shards_taken();
+            }
+        }
+
+        // Works whose shard this view no longer shows as theirs (gone from a listing that
+        // succeeded, or read under another owner or token): their authority ended, and another
+        // worker may act on the shard. Only the record can say so; a failed listing says nothing.
+        void lose_shards_taken() {
+            for (auto& [id, sess] : sessions) {
+                if (sess->lost || sess->ended) continue;
+                auto it = view.shards.find(id);
+                if (it == view.shards.end() || !it->second.body.owned_by(opts.worker, term) ||
+                    it->second.body.token != sess->grant.token)
+                    sess->lose(ex);
             }
         }
 
@@ -1133,8 +1147,7 @@ public:
                 stopped.try_emplace(id, view.shards[id].body.token);
                 co_await hand_over(id, counts, false); // to its requester, or unowned
             }
-            auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, awaiting.size(),
-                                             window(), rng);
+            auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, awaiting.size(), rng);
             for (auto const& id : plan.claim) {
                 if (!acting(term)) co_return;
                 co_await claim(id);
@@ -1260,7 +1273,8 @@ public:
                 [&v, &counts, me, t, to_anyone](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
                     if (!now || !now->owned_by(me, t)) return detail::shard_change::keep(); // not ours any more
                     std::optional<std::pair<std::string, std::uint64_t>> to;
-                    if (!now->retired) {
+                    // A token that can rise no more: the shard is left free, never handed on with 0.
+                    if (!now->retired && now->token != detail::max_shard_token) {
                         if (!now->requested_by.empty() && v.term_live(now->requested_by, now->requested_term))
                             to = std::pair{now->requested_by, now->requested_term};
                         else if (to_anyone) {
@@ -1273,9 +1287,12 @@ public:
                         next.owner = to->first;
                         next.term = to->second;
                         next.token = now->token + 1;
+                        auto const w = v.declared_ttl.find(to->first);
+                        next.owner_ttl_ms = w == v.declared_ttl.end() ? 0 : static_cast<std::uint64_t>(w->second.count());
                     } else {
                         next.owner.clear();
                         next.term = 0;
+                        next.owner_ttl_ms = 0;
                     }
                     return detail::shard_change::write();
                 };
@@ -1290,15 +1307,16 @@ public:
             if (it == view.shards.end()) co_return;
             std::string const me = opts.worker;
             std::uint64_t const t = term;
-            auto const win = window();
+            auto const ttl = static_cast<std::uint64_t>(opts.ttl.count());
             detail::table_view const& v = view;
             detail::shard_change_fn change =
-                [&v, me, t, win](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+                [&v, me, t, ttl](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
                     if (!now) return detail::shard_change::refuse(errc::not_found);
                     if (now->owned_by(me, t)) return detail::shard_change::keep(); // ours (an earlier attempt landed)
-                    if (!v.claimable(*now, win)) return detail::shard_change::refuse(errc::precondition_failed);
+                    if (!v.claimable(*now)) return detail::shard_change::refuse(errc::precondition_failed);
                     next.owner = me;
                     next.term = t;
+                    next.owner_ttl_ms = ttl;
                     next.token = now->token + 1;
                     next.clear_request();
                     return detail::shard_change::write();
@@ -1463,6 +1481,9 @@ public:
                                           : std::string("record missing")) +
                                     ")";
                 s->lose(ex);
+            } else if (!ec && seen && seen->body.retired) {
+                s->request_stop(ex); // retired: stop at this checkpoint, not only at the next scan
+                poke();
             } else if (!ec && seen && !seen->body.requested_by.empty()) {
                 poke(); // asked for: the loop decides at once whether to grant it
             }

@@ -4,23 +4,31 @@
 
 // Layer: recipes, internal. The shard record of a lease table and the sans-I/O state machine of
 // one change to it (DESIGN §12, lease_table). JSON, so that people and other tools can read it:
-//   {"baton":"shard/1","token":7,"owner":"w1","term":12,"retired":false,
-//    "checkpoint":"1042","requested_by":"w2","requested_term":3,"requested_count":4,"nonce":"..."}
+//   {"baton":"shard/1","token":7,"owner":"w1","term":12,"owner_ttl":9000,"retired":false,
+//    "checkpoint":"1042","requested_by":"w2","requested_term":3,"requested_count":4,
+//    "nonce":"...","recent":"<p>,<p>,..."}
 // "checkpoint" is absent until the first one; "requested_by"/"requested_term" only while a worker
 // asks for a graceful handoff ("requested_count": how many shards it had then, counting those it
-// asked for before). The token rises by one on every change of owner (a claim or a
-// handoff) and never otherwise; the record is never deleted (retire marks it), so it never goes back.
+// asked for before). "owner_ttl" is the TTL (ms) the owner's worker lease declares, so that
+// others know how long to wait when its worker record is gone. "recent" names the writes before
+// this one (store/detail/recent_writers.hpp), so that a change whose answer was lost is known
+// to have landed even after another was written over it. Records of an older baton lack both
+// fields and are read all the same. The token rises by one on every change of owner (a claim or
+// a handoff) and never otherwise; the record is never deleted by baton (retire marks it), so it
+// never goes back; at 2^64-1 it changes hands no more.
 //
 // Every change is a read-modify-write: a function looks at the record as it is now and says what
 // it becomes (or that nothing is to be written, or that the change is refused), and the write is
 // conditional on the version that function saw. An ambiguous answer is settled by reading the
-// nonce back (settling_write's rules), and the function is asked again about whatever is there:
-// changes are written so that they recognize their own effect.
+// nonce back, in the record or among the writes it names (settling_write's rules), and the
+// function is asked again about whatever is there: changes are written so that they recognize
+// their own effect.
 
 #include <baton/core/detail/config.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
+#include <baton/store/detail/recent_writers.hpp>
 #include <baton/store/detail/settling_write.hpp>
 #include <baton/store/record_store.hpp>
 #include <baton/store/settlement.hpp>
@@ -44,17 +52,21 @@ inline constexpr std::string_view shard_format = "shard/1";
 inline constexpr std::size_t max_shard_body_bytes = 64 * 1024;
 // A checkpoint is the caller's text (a sequence number, an offset); bounded so a record stays small.
 inline constexpr std::size_t max_checkpoint_bytes = 16 * 1024;
+// A shard whose token reached this can change hands no more (the next owner would need token + 1).
+inline constexpr std::uint64_t max_shard_token = ~std::uint64_t(0);
 
 struct shard_body {
     std::uint64_t token = 0;               // fencing token: +1 on every change of owner
     std::string owner;                     // worker name; empty: nobody
     std::uint64_t term = 0;                // the owner's liveness term (its worker lease's token)
+    std::uint64_t owner_ttl_ms = 0;        // the TTL the owner's worker lease declares; 0: not known
     bool retired = false;                  // retired shards are never claimed
     std::optional<std::string> checkpoint; // the owner's progress
     std::string requested_by;              // a worker asking for a graceful handoff; empty: none
     std::uint64_t requested_term = 0;
     std::uint64_t requested_count = 0;    // the shards the requester had (and had asked for) then
     std::string nonce;                     // fresh on every write
+    std::string recent;                    // the writes before this one; empty: none known
 
     bool owned_by(std::string_view worker, std::uint64_t t) const noexcept {
         return !owner.empty() && owner == worker && term == t;
@@ -80,6 +92,10 @@ inline std::string encode_shard_body(shard_body const& b) {
     append_json_string(out, b.owner);
     out += R"(,"term":)";
     number(b.term);
+    if (!b.owner.empty() && b.owner_ttl_ms != 0) {
+        out += R"(,"owner_ttl":)";
+        number(b.owner_ttl_ms);
+    }
     out += b.retired ? R"(,"retired":true)" : R"(,"retired":false)";
     if (b.checkpoint) {
         out += R"(,"checkpoint":)";
@@ -95,6 +111,10 @@ inline std::string encode_shard_body(shard_body const& b) {
     }
     out += R"(,"nonce":)";
     append_json_string(out, b.nonce);
+    if (!b.recent.empty()) {
+        out += R"(,"recent":)";
+        append_json_string(out, b.recent);
+    }
     out += '}';
     return out;
 }
@@ -147,7 +167,11 @@ inline error_code decode_shard_body(std::string_view text, shard_body& out, diag
         if (obj->contains("requested_count") && !uint("requested_count", b.requested_count))
             return fail("\"requested_count\" is not a non-negative integer");
     }
+    if (obj->contains("owner_ttl") && !uint("owner_ttl", b.owner_ttl_ms))
+        return fail("\"owner_ttl\" is not a non-negative integer");
     if (!str("nonce", b.nonce)) return fail("\"nonce\" missing or not a string");
+    if (obj->contains("recent") && (!str("recent", b.recent) || !is_recent_list(b.recent)))
+        return fail("\"recent\" is not a list of at most 16 nonce prefixes");
     out = std::move(b);
     return {};
 }
@@ -178,7 +202,7 @@ struct shard_seen {
 
 struct shard_attempt {
     std::string nonce;
-    std::string on_version; // the version it was conditional on; empty: on the key being absent
+    std::string anchor; // writer prefix of the record it was conditional on; origin_writer: on the key being absent
     shard_body body;
 };
 
@@ -232,29 +256,57 @@ public:
             if (stopping_) return give_up(ec);
             return backoff(ec, false);
         }
-        if (!r.found) {
-            doubts_.keep_if([](shard_attempt const& a) { return a.on_version.empty(); });
-            if (stopping_) return finish(doubts_.empty() ? stop_reason_ : error_code(errc::unknown_outcome));
-            return decide(std::nullopt);
+        std::optional<shard_seen> now;
+        if (r.found) {
+            shard_body b;
+            diagnostics d;
+            if (auto e = decode_shard_body(r.found->body, b, d)) {
+                diag_ = d;
+                diag_.message += " (key " + r.found->key + ")";
+                if (!doubts_.empty()) {
+                    diag_.message = "a change of this call may have landed; the key now holds something else: " + diag_.message;
+                    return finish(errc::unknown_outcome);
+                }
+                return finish(e);
+            }
+            now = shard_seen{r.found->version, std::move(b)};
         }
-        shard_body b;
-        diagnostics d;
-        if (auto e = decode_shard_body(r.found->body, b, d)) {
-            diag_ = d;
-            diag_.message += " (key " + r.found->key + ")";
-            return finish(e);
-        }
-        if (doubts_.landed(b.nonce)) {
+        // Every change in doubt: landed (the record or the writes it names), never (the record
+        // descends from the state it was made on without it), or still possible.
+        bool landed = false, landed_here = false, pending = false, unsure = false;
+        doubts_.keep_if([&](shard_attempt const& a) {
+            switch (chain_fate(a.nonce, a.anchor, now.has_value(), now ? std::string_view(now->body.nonce) : std::string_view(),
+                               now ? std::string_view(now->body.recent) : std::string_view())) {
+            case doubt_fate::landed:
+                landed = true;
+                landed_here = landed_here || now->body.nonce == a.nonce;
+                return false;
+            case doubt_fate::never: return false;
+            case doubt_fate::pending: pending = true; return true;
+            case doubt_fate::unsure: unsure = true; return true;
+            }
+            return true;
+        });
+        if (landed) {
             settled_ = true;
-            seen_ = shard_seen{r.found->version, std::move(b)};
-            wrote_ = true;
+            seen_ = std::move(now);
+            wrote_ = landed_here;
             succeeded();
             return finish({});
         }
-        // A write in doubt can still land only while the record is at the version it was conditional on.
-        doubts_.keep_if([&](shard_attempt const& a) { return a.on_version == r.found->version; });
-        if (stopping_) return finish(doubts_.empty() ? stop_reason_ : error_code(errc::unknown_outcome));
-        return decide(shard_seen{r.found->version, std::move(b)});
+        if (stopping_) {
+            if (!pending && !unsure) return finish(stop_reason_);
+            diag_.clear();
+            diag_.message = "a change of this call may have landed or may still land (the last read showed the record as "
+                            "the change found it, or could not tell)";
+            return finish(errc::unknown_outcome);
+        }
+        if (unsure) { // an older record than the one written on (a lagging replica): no verdict from it
+            diag_.clear();
+            diag_.message = "a read showed the shard record older than what this call wrote on (a lagging replica)";
+            return backoff(errc::unknown_outcome, /*always_read=*/true);
+        }
+        return decide(std::move(now));
     }
 
     // The record as this call left it (written or read); empty when unknown.
@@ -285,12 +337,13 @@ private:
         if (c.what == shard_change::kind::keep) return finish({});
         if (c.what == shard_change::kind::refuse) return finish(c.ec);
         next.nonce = make_nonce(this->rng_);
+        next.recent = seen_ ? recent_after(seen_->body.nonce, seen_->body.recent) : std::string(origin_writer);
         std::string body = encode_shard_body(next);
         if (body.size() > max_shard_body_bytes) {
             diag_.message = "shard record would exceed 64 KiB";
             return finish(errc::invalid_argument);
         }
-        inflight_ = shard_attempt{next.nonce, seen_ ? seen_->version : std::string(), std::move(next)};
+        inflight_ = shard_attempt{next.nonce, std::string(seen_ ? writer_prefix(seen_->body.nonce) : origin_writer), std::move(next)};
         last_pc_ = seen_ ? precondition::matches(seen_->version) : precondition::absent();
         return base::write(std::move(body), last_pc_);
     }

@@ -9,6 +9,7 @@
 // stopping worker hands its shards. Safety never rests on these decisions (every change is a
 // conditional write, see lease_table.hpp); they only decide who tries what.
 
+#include <baton/recipe/detail/lease_machine.hpp>
 #include <baton/recipe/detail/shard_record.hpp>
 
 #include <algorithm>
@@ -50,6 +51,24 @@ struct table_view {
         std::chrono::nanoseconds last_sent{0};
     };
     std::map<std::string, absence, std::less<>> missing;
+    // The TTL each worker name declared when last read, kept after its record is gone; this
+    // worker's own TTL, and the clock-rate skew that every window is measured with.
+    std::map<std::string, std::chrono::milliseconds, std::less<>> declared_ttl;
+    std::chrono::milliseconds own_ttl{0};
+    double skew = 2.0;
+
+    // How long the owner a shard names must stay missing before its term ends: the owner's own
+    // declared TTL × skew, as a reaper waits while its record exists (the shard record carries
+    // that TTL: the owner's record may be gone before anyone read it). A record written by an
+    // older baton names no TTL: the largest known then.
+    std::chrono::nanoseconds missing_window(shard_body const& b) const {
+        std::chrono::milliseconds ttl{static_cast<std::chrono::milliseconds::rep>(b.owner_ttl_ms)};
+        if (ttl.count() <= 0) {
+            ttl = own_ttl;
+            for (auto const& [name, t] : declared_ttl) ttl = std::max(ttl, t);
+        }
+        return lease_machine::takeover_window(ttl, skew);
+    }
 
     // The worker holds a record that is not released (a dead worker counts until reaped).
     bool live(std::string_view w) const {
@@ -73,10 +92,11 @@ struct table_view {
         auto m = missing.find(w);
         return m != missing.end() && m->second.last_sent - m->second.first_answer >= missing_window;
     }
-    // Nobody may act on it: free, or its owner's term ended. Retired shards are never claimed.
-    bool claimable(shard_body const& b, std::chrono::nanoseconds missing_window) const {
-        if (b.retired) return false;
-        return b.owner.empty() || term_ended(b.owner, b.term, missing_window);
+    // Nobody may act on it: free, or its owner's term ended. Retired shards are never claimed,
+    // nor one whose token can rise no more.
+    bool claimable(shard_body const& b) const {
+        if (b.retired || b.token == max_shard_token) return false;
+        return b.owner.empty() || term_ended(b.owner, b.term, missing_window(b));
     }
 };
 
@@ -110,8 +130,7 @@ struct balance_plan {
 // (`pending` are still outstanding; they count as its own).
 template <class Rng>
 balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_t term, std::size_t max_moves,
-                          std::size_t pending, std::chrono::nanoseconds missing_window,
-                          Rng& rng) {
+                          std::size_t pending, Rng& rng) {
     balance_plan plan;
     auto counts = owned_counts(v);
     if (!v.term_live(me, term)) counts[std::string(me)]; // our own record may not be in the scan yet
@@ -120,7 +139,7 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
 
     std::vector<std::string> ours_before, others;
     for (auto const& [id, s] : v.shards) {
-        if (!v.claimable(s.body, missing_window)) continue;
+        if (!v.claimable(s.body)) continue;
         (s.body.owner == me ? ours_before : others).push_back(id);
     }
     std::shuffle(others.begin(), others.end(), rng);

@@ -1,7 +1,8 @@
 // Lease-table workers for tests and the simulation: each consumes numbered records of the
 // shards it is handed (record n+1 after checkpoint n), checkpointing after each, and logs what
 // it does as the application sees it. The checks judge the log, never the table's internals:
-//   - no two works act on one shard at once (each work's records form one unbroken run in time);
+//   - no two works act on one shard at once (each work's start and records form one unbroken
+//     run in time: a work that processes a record after another work started was acting with it);
 //   - every work starts at or after the last acknowledged checkpoint (checkpoints never go back);
 //   - with `exactly_once`, no record is processed twice (graceful handoffs only, no crash).
 #ifndef BATON_TEST_COMMON_TABLE_WORKERS_HPP
@@ -49,7 +50,7 @@ struct table_log {
         std::map<std::string, std::vector<table_event const*>> by_shard;
         for (auto const& e : events) by_shard[e.shard].push_back(&e);
         for (auto& [shard, evs] : by_shard) {
-            std::set<std::pair<std::string, std::uint64_t>> finished; // works another work acted after
+            std::set<std::pair<std::string, std::uint64_t>> finished; // works another work started or acted after
             std::pair<std::string, std::uint64_t> current{"", 0};
             std::uint64_t acked = 0;
             std::set<std::uint64_t> processed;
@@ -58,6 +59,11 @@ struct table_log {
                 std::pair<std::string, std::uint64_t> const work{e->worker, e->token};
                 switch (e->what) {
                 case table_event::kind::start:
+                    // A work acts from its start: whoever acted before it must have stopped.
+                    if (work != current) {
+                        if (!current.first.empty()) finished.insert(current);
+                        current = work;
+                    }
                     if (e->n < acked)
                         out.push_back("shard " + shard + ": work of " + e->worker + " (token " + std::to_string(e->token) +
                                       ") starts from checkpoint " + std::to_string(e->n) + " after " +
@@ -68,7 +74,7 @@ struct table_log {
                     if (work != current) {
                         if (finished.count(work))
                             out.push_back("shard " + shard + ": " + e->worker + " (token " + std::to_string(e->token) +
-                                          ") processes record " + std::to_string(e->n) + " after another work acted");
+                                          ") processes record " + std::to_string(e->n) + " after another work started or acted");
                         if (!current.first.empty()) finished.insert(current);
                         current = work;
                     }
