@@ -149,6 +149,13 @@ struct world {
         return *out;
     }
 
+    // Each shard's token now.
+    std::map<std::string, std::uint64_t> tokens() {
+        std::map<std::string, std::uint64_t> t;
+        for (auto const& s : snapshot().shards) t[s.shard] = s.token;
+        return t;
+    }
+
     std::map<std::string, std::size_t> owned() {
         std::map<std::string, std::size_t> n;
         for (auto const& s : snapshot().shards)
@@ -168,17 +175,25 @@ private:
 
 TEST_SUITE("lease table") {
 
-TEST_CASE("one worker acquires every shard with token 1, checkpoints, and a snapshot shows it") {
+TEST_CASE("one worker acquires every shard with the token after its registration's, checkpoints, and a snapshot shows it") {
     sim::scheduler sched(1);
     world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
     w.register_shards(5);
+    // A registration starts each record at the wall-clock microsecond (tokens survive a deletion).
+    auto const registered = w.tokens();
+    auto const wall_us = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    for (auto const& [id, t] : registered) {
+        CHECK(t <= wall_us);
+        CHECK(t + 60'000'000 > wall_us);
+    }
     w.start("a");
     sched.run_for(10s);
     auto snap = w.snapshot();
     REQUIRE(snap.shards.size() == 5);
     for (auto const& s : snap.shards) {
         CHECK(s.owner == "a");
-        CHECK(s.token == 1u);
+        CHECK(s.token == registered.at(s.shard) + 1);
         CHECK(s.state == baton::table_shard_state::owned);
         REQUIRE(s.checkpoint);
         CHECK(std::stoi(*s.checkpoint) >= 7);
@@ -194,6 +209,7 @@ TEST_CASE("a joining worker gets its fair share by graceful handoff: no record p
     sim::scheduler sched(2);
     world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
     w.register_shards(11);
+    auto const registered = w.tokens();
     w.start("a");
     sched.run_for(8s);
     CHECK(w.owned()["a"] == 11u);
@@ -209,7 +225,7 @@ TEST_CASE("a joining worker gets its fair share by graceful handoff: no record p
     }
     // Each shard that moved resumed from the giver's last checkpoint under a higher token.
     for (auto const& s : w.snapshot().shards)
-        if (s.owner != "a") CHECK(s.token >= 2u);
+        if (s.owner != "a") CHECK(s.token >= registered.at(s.shard) + 2);
     w.check_log(true);
     // Moves are graceful: the taker started within a poll of the giver's end.
     std::map<std::string, std::int64_t> last_end;
@@ -321,6 +337,7 @@ TEST_CASE("a work that ended is never restarted under a handoff still in flight"
     test_common::holding_store store(baton::memory_backend(sched.get_executor()));
     world<test_common::holding_store> w(sched, store);
     w.register_shards(1);
+    auto const registered = w.tokens().at("s100");
     auto o = table_options("a", 1);
     auto& ex = w.workers.emplace("a", world<test_common::holding_store>::worker{sched.make_participant_executor(), nullptr, std::nullopt})
                    .first->second;
@@ -358,7 +375,7 @@ TEST_CASE("a work that ended is never restarted under a handoff still in flight"
     sched.run_for(10s);
     REQUIRE(starts >= 2);
     for (std::size_t i = 1; i < tokens.size(); ++i) CHECK(tokens[i] == tokens[i - 1] + 1);
-    CHECK(tokens[0] == 1u);
+    CHECK(tokens[0] == registered + 1);
 }
 
 TEST_CASE("stopping hands every shard over at once; the lease record is released") {
@@ -411,6 +428,7 @@ TEST_CASE("retire stops the owner and keeps the token; register brings the shard
     sim::scheduler sched(6);
     world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
     w.register_shards(2);
+    auto const registered = w.tokens().at("s100");
     auto& a = w.start("a");
     sched.run_for(5s);
     bool retired = false;
@@ -435,7 +453,7 @@ TEST_CASE("retire stops the owner and keeps the token; register brings the shard
     sched.run_for(5s);
     snap = w.snapshot();
     CHECK(snap.shards[0].state == baton::table_shard_state::owned);
-    CHECK(snap.shards[0].token == 2u);
+    CHECK(snap.shards[0].token == registered + 2);
     w.check_log(true);
 }
 
@@ -542,6 +560,39 @@ TEST_CASE("a retired shard's owner stops at its next checkpoint, before its next
     REQUIRE(retired);
     CHECK(ended); // within 3 s, at its next checkpoint
     CHECK((*counts)["lists"] - lists_at_retire <= 1); // the admin's own listing at most; a has not scanned
+}
+
+TEST_CASE("a worker missing from listings: only absences seen after a read of its latest term end that term") {
+    // The simulation found it: a worker whose record was deleted recreated it, began a new term and
+    // claimed a shard again between another worker's listing of the workers (which showed it
+    // absent, as it had been for longer than the window) and its listing of the shards. That
+    // absence was counted against the new term, and the shard was taken from a live owner.
+    using ms = std::chrono::milliseconds;
+    baton::detail::table_view v;
+    v.own_ttl = 6s;
+    v.skew = 2.0;
+    baton::detail::shard_body old_term;
+    old_term.owner = "a";
+    old_term.term = 5;
+    old_term.owner_ttl_ms = 9000; // a's own TTL: 18 s of absence end its term, whatever v's TTL is
+    v.saw_named(old_term, nullptr, 1s);
+    for (auto t = ms(2000); t <= ms(18000); t += ms(1000)) v.saw_missing("a", t, t + ms(10));
+    CHECK_FALSE(v.claimable(old_term)); // 16 s: a's window is 18 s, not v's 12
+    for (auto t = ms(19000); t <= ms(21000); t += ms(1000)) v.saw_missing("a", t, t + ms(10));
+    CHECK(v.claimable(old_term));
+    // a recreated its record and claimed the shard under term 7; this view reads that at 22 s,
+    // before any listing that shows a's new record.
+    baton::detail::shard_seen before{"v1", old_term};
+    baton::detail::shard_body new_term = old_term;
+    new_term.term = 7;
+    v.saw_named(new_term, &before, 22s);
+    CHECK_FALSE(v.claimable(new_term));
+    v.saw_missing("a", 21500ms, 21510ms); // a listing sent before that read: says nothing of term 7
+    CHECK_FALSE(v.claimable(new_term));
+    for (auto t = ms(23000); t <= ms(40000); t += ms(1000)) v.saw_missing("a", t, t + ms(10));
+    CHECK_FALSE(v.claimable(new_term)); // 17 s of absence since the read
+    v.saw_missing("a", 42s, 42010ms); // 18 s from the first answer after the read (23.01 s)
+    CHECK(v.claimable(new_term));
 }
 
 } // TEST_SUITE

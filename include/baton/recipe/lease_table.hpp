@@ -795,6 +795,9 @@ public:
                         }
                         if (now && !now->retired) return detail::shard_change::keep();
                         next.retired = false;
+                        // A new record starts at the wall-clock microsecond: if something outside
+                        // baton deleted an earlier one, its tokens still rise above that one's.
+                        if (!now) next.token = detail::wall_clock_token_floor();
                         return detail::shard_change::write();
                     };
                 std::optional<detail::shard_seen> const no_record;
@@ -1098,10 +1101,7 @@ public:
                     for (auto const& [id, s] : view.shards)
                         if (!s.body.owner.empty() && !view.workers.count(s.body.owner)) named.insert(s.body.owner);
                 std::erase_if(view.missing, [&](auto const& kv) { return !named.count(kv.first); });
-                for (auto const& n : named) {
-                    auto [it, fresh] = view.missing.try_emplace(n, detail::table_view::absence{listed, sent});
-                    if (!fresh) it->second.last_sent = sent;
-                }
+                for (auto const& n : named) view.saw_missing(n, sent, listed);
                 lose_shards_taken();
             }
         }
@@ -1212,6 +1212,7 @@ public:
         void remember_shard(std::string const& id, detail::shard_seen s) {
             auto it = view.shards.find(id);
             if (it != view.shards.end() && s.body.token < it->second.body.token) return;
+            view.saw_named(s.body, it == view.shards.end() ? nullptr : &it->second, now());
             view.shards[id] = std::move(s);
         }
 

@@ -45,12 +45,33 @@ struct table_view {
     // something outside baton deleted it (its holder's renewals then fail), so its term ends once
     // listings show it absent for a full takeover window: from the answer of the first listing
     // that showed it absent to the sending of the latest one (own time; a pause in between proves
-    // nothing, as for a lease contender).
+    // nothing, as for a lease contender). Only listings sent after this worker read a shard
+    // record naming the owner's latest term count: an absence seen before says nothing of a term
+    // the owner began afterwards (it recreated its record and claimed in between).
     struct absence {
+        std::chrono::nanoseconds first_sent{0};
         std::chrono::nanoseconds first_answer{0};
         std::chrono::nanoseconds last_sent{0};
     };
     std::map<std::string, absence, std::less<>> missing;
+    // Per owner: when a read last showed a shard naming a term of it not seen before (own time).
+    std::map<std::string, std::chrono::nanoseconds, std::less<>> named_since;
+
+    // A listing sent at `sent` and answered at `listed` showed `owner` without a record.
+    void saw_missing(std::string const& owner, std::chrono::nanoseconds sent, std::chrono::nanoseconds listed) {
+        auto const since = named_since.find(owner);
+        if (since != named_since.end() && sent < since->second) return; // sent before that read: says nothing
+        auto [it, fresh] = missing.try_emplace(owner, absence{sent, listed, sent});
+        if (fresh) return;
+        if (since != named_since.end() && it->second.first_sent < since->second) it->second = absence{sent, listed, sent};
+        else it->second.last_sent = sent;
+    }
+    // A read answered by `at` showed a shard under `owner` and `term`; `before` is what the view held.
+    void saw_named(shard_body const& now, shard_seen const* before, std::chrono::nanoseconds at) {
+        if (now.owner.empty() || (before && before->body.owner == now.owner && before->body.term == now.term)) return;
+        auto& since = named_since[now.owner];
+        since = std::max(since, at);
+    }
     // The TTL each worker name declared when last read, kept after its record is gone; this
     // worker's own TTL, and the clock-rate skew that every window is measured with.
     std::map<std::string, std::chrono::milliseconds, std::less<>> declared_ttl;
@@ -90,7 +111,9 @@ struct table_view {
             return it->second.term > t || it->second.released;
         }
         auto m = missing.find(w);
-        return m != missing.end() && m->second.last_sent - m->second.first_answer >= missing_window;
+        if (m == missing.end()) return false;
+        if (auto since = named_since.find(w); since != named_since.end() && m->second.first_sent < since->second) return false;
+        return m->second.last_sent - m->second.first_answer >= missing_window;
     }
     // Nobody may act on it: free, or its owner's term ended. Retired shards are never claimed,
     // nor one whose token can rise no more.
