@@ -12,7 +12,11 @@
 //        write that descends from it (a chain of conditions back to it, through erases whose
 //        condition descends from it), never something that does not;
 //   (c4) every operation completes, only with a documented outcome (never invalid_response:
-//        no committed object goes missing).
+//        no committed object goes missing);
+//   (c5) what each writer is told is true, to the end of the run (the commits the lock store
+//        applied are traced to their writes through the objects they name): a put reported
+//        written committed exactly once, one refused by its condition never committed and never
+//        commits later, an unknown or transient outcome at most once.
 //
 // The same driver runs the design of arrow-rs's DynamoCommit (a lock in the lock store, the
 // write to the real path under a timeout): the checker catches it, which is the proof it bites.
@@ -61,7 +65,8 @@ using baton::error_code;
 using baton::precondition;
 using sim::virtual_clock;
 using vtime = virtual_clock::time_point;
-using net_t = sim::faulty_backend<baton::memory_backend>;
+// Both stores record what they apply: the checks trace each commit to the write that sent it.
+using net_t = sim::faulty_backend<test_common::recording_backend>;
 using timer_t = asio::basic_waitable_timer<virtual_clock, asio::wait_traits<virtual_clock>, asio::any_io_executor>;
 constexpr auto await_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -173,8 +178,10 @@ public:
     commit_outcome run() {
         sim::fault_profile fo = test_common::random_write_faults(sched_), fl = test_common::random_write_faults(sched_);
         fo.stale_read = fl.stale_read = 0; // consistent reads (see the file comment)
-        net_t objects(baton::memory_backend(sched_.get_executor()), sched_.get_executor(), sched_.rng()(), fo);
-        net_t locks(baton::memory_backend(sched_.get_executor()), sched_.get_executor(), sched_.rng()(), fl);
+        net_t objects(test_common::recording_backend(baton::memory_backend(sched_.get_executor()), objects_log_),
+                      sched_.get_executor(), sched_.rng()(), fo);
+        net_t locks(test_common::recording_backend(baton::memory_backend(sched_.get_executor()), locks_log_),
+                    sched_.get_executor(), sched_.rng()(), fl);
         objects_ = &objects;
         locks_ = &locks;
 
@@ -199,6 +206,7 @@ public:
         for (auto const& id : pending_) violate("(c4) " + id + " never completed");
         final_reads();
         check();
+        if constexpr (std::is_base_of_v<baton::basic_commit_protocol<net_t, net_t>, Store>) check_told();
         return out_;
     }
 
@@ -351,6 +359,32 @@ private:
             return Store(*objects_, *locks_, {}, sched_.rng()());
     }
 
+    // (c5): every commit the lock store applied, traced through the object it names to the write
+    // whose bytes (its id) the object holds, against what that write was told.
+    void check_told() {
+        std::map<std::string, std::string> object_body;
+        for (auto const& a : *objects_log_) object_body[a.key] = a.body;
+        std::map<std::string, int> committed;
+        for (auto const& a : *locks_log_) {
+            baton::detail::commit_pointer p;
+            baton::diagnostics d;
+            if (baton::detail::decode_commit_pointer(a.body, p, d) || p.erased) continue;
+            auto it = object_body.find(p.object);
+            if (it == object_body.end()) {
+                violate("(c5) a commit names " + p.object + ", which was never written");
+                continue;
+            }
+            ++committed[it->second];
+        }
+        for (auto const& w : writes_) {
+            if (w.erase) continue;
+            int const n = committed.count(w.id) ? committed[w.id] : 0;
+            char const* told = w.outcome == write_op::ok ? "written" : w.outcome == write_op::refused ? "refused" : "unknown";
+            bool const ok = w.outcome == write_op::ok ? n == 1 : w.outcome == write_op::refused ? n == 0 : n <= 1;
+            if (!ok) violate("(c5) " + w.id + " was reported " + told + ", and committed " + std::to_string(n) + " times");
+        }
+    }
+
     // ---- the checks, from acknowledgements and reads only ----
 
     void check() {
@@ -436,6 +470,8 @@ private:
     sim::scheduler sched_;
     net_t* objects_ = nullptr;
     net_t* locks_ = nullptr;
+    std::shared_ptr<test_common::applied_log> objects_log_ = std::make_shared<test_common::applied_log>();
+    std::shared_ptr<test_common::applied_log> locks_log_ = std::make_shared<test_common::applied_log>();
     std::vector<std::unique_ptr<client>> clients_;
     bool stopping_ = false;
     std::set<std::string> pending_;
@@ -445,6 +481,24 @@ private:
 };
 
 using commit_t = baton::basic_commit_protocol<net_t, net_t>;
+
+// The protocol with a caller-facing guess: a commit whose answer was lost is reported refused
+// (what a store that assumes "not applied" does), only to prove that the checker catches it.
+class guessing_commit : public commit_t {
+public:
+    using commit_t::commit_t;
+    template <class Token>
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
+        return asio::async_initiate<Token, void(error_code, baton::put_result)>(
+            [this](auto h, std::string k, std::string b, precondition p) {
+                commit_t::async_put(std::move(k), std::move(b), std::move(p), [h = std::move(h)](error_code ec, baton::put_result r) mutable {
+                    if (baton::outcome_unknown(ec)) ec = errc::precondition_failed;
+                    std::move(h)(ec, std::move(r));
+                });
+            },
+            token, std::move(key), std::move(body), std::move(pc));
+    }
+};
 
 } // namespace
 
@@ -464,6 +518,13 @@ TEST_CASE("commit protocol: conditional writes linearizable, acknowledged writes
         CHECK(total.refused > 0);
         CHECK(total.collected > 0);
     }
+}
+
+TEST_CASE("the commit checker bites: a commit whose answer was lost, reported refused, is caught") {
+    std::uint64_t const runs = 40;
+    auto const f = test_common::count_flagged(runs, "(c5)", [](std::uint64_t s) { return commit_sim<guessing_commit>(s).run(); });
+    MESSAGE("lost answers told as refusals: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
 }
 
 TEST_CASE("the commit checker bites: arrow-rs's lock and a write under a timeout is caught") {

@@ -14,7 +14,13 @@
 //        fenced, unknown_outcome, operation_aborted, or a transient error
 //        once the retry policy gave up); never foreign_record, invalid_*;
 //   (h5) per key, one writer's writes land in the order it made them: a write
-//        delayed in the network never lands over a later one of the same writer.
+//        delayed in the network never lands over a later one of the same writer;
+//   (h6) what each caller is told is true, to the end of the run: a write reported
+//        written landed exactly once; one reported fenced, cancelled or failed never
+//        landed and never lands later; unknown_outcome (the only answer allowed when
+//        neither is known) at most once.
+// In a third of the seeds the fleet is upgraded while it runs: writers start on record format
+// 1 (what older versions read) or 2, and those on 1 move to 2 at a random time.
 //
 // BATON_SIM_SEEDS (a quarter of it) / BATON_SIM_FIRST / BATON_SIM_SEED / BATON_SIM_MAX_FAILURES
 // as for the lease suite (test_common/sim_seeds.hpp).
@@ -73,11 +79,12 @@ using test_common::applied_log;
 using timer_t = asio::basic_waitable_timer<virtual_clock, asio::wait_traits<virtual_clock>, asio::any_io_executor>;
 
 struct fenced_outcome {
-    std::uint64_t writes = 0, ok = 0, fenced = 0, unknown = 0, aborted = 0, transient = 0, settled = 0, takeovers = 0;
+    std::uint64_t writes = 0, ok = 0, fenced = 0, unknown = 0, aborted = 0, transient = 0, settled = 0, takeovers = 0,
+                  format1 = 0;
     std::vector<std::string> violations;
     void add(fenced_outcome const& o) {
         writes += o.writes, ok += o.ok, fenced += o.fenced, unknown += o.unknown, aborted += o.aborted;
-        transient += o.transient, settled += o.settled, takeovers += o.takeovers;
+        transient += o.transient, settled += o.settled, takeovers += o.takeovers, format1 += o.format1;
     }
 };
 
@@ -89,9 +96,13 @@ class basic_fenced_sim {
     using fenced_t = baton::basic_fenced<net_t, sim::manual_clock>;
 
 public:
-    // `check_then_write`: the writers check the token themselves and write unconditionally (what
-    // fencing by caller discipline does), only to prove that the checker catches it.
-    explicit basic_fenced_sim(std::uint64_t seed, bool check_then_write = false) : sched_(seed), broken_(check_then_write) {}
+    // Broken variants, only to prove that the checker catches them. `check_then_write`: the
+    // writers check the token themselves and write unconditionally (what fencing by caller
+    // discipline does). `unknown_as_failure`: the caller is told a plain failure whenever the
+    // outcome was unknown (what a recipe that guesses "not landed" does).
+    enum class variant { sound, check_then_write, unknown_as_failure };
+    explicit basic_fenced_sim(std::uint64_t seed, variant v = variant::sound)
+        : sched_(seed), broken_(v == variant::check_then_write), guesses_(v == variant::unknown_as_failure) {}
 
     fenced_outcome run() {
         auto log = std::make_shared<applied_log>();
@@ -103,12 +114,16 @@ public:
 
         int const n = 3 + static_cast<int>(sched_.rng()() % 3);
         keys_ = {"data/a", "data/b"};
+        bool const upgrade = sched_.seed() % 3 == 0;
         for (int i = 0; i < n; ++i) {
             auto w = std::make_unique<writer>(sched_.make_participant_executor());
             w->index = i;
-            baton::retry_params rp;
-            rp.max_attempts = 1 + static_cast<unsigned>(sched_.rng()() % 4);
-            w->f = std::make_unique<fenced_t>(w->ex, net, baton::standard_retry(rp), sim::manual_clock{}, sched_.rng()());
+            w->retry.max_attempts = 1 + static_cast<unsigned>(sched_.rng()() % 4);
+            if (upgrade && sched_.uniform() < 0.5) {
+                w->format = 1;
+                w->upgrade_at = vtime(between(30s, 200s));
+            }
+            make_handle(*w);
             w->timer = std::make_unique<timer_t>(sched_.get_executor());
             writers_.push_back(std::move(w));
         }
@@ -126,6 +141,7 @@ public:
             violate("(h4) write " + id + " never completed");
         // (h2): everything reported successful was applied, with its token.
         std::set<std::pair<std::string, std::string>> applied_values;
+        std::map<std::string, int> times_applied; // value (one per call) -> writes of it that landed
         std::map<std::string, std::uint64_t> high;
         std::map<std::pair<std::string, std::string>, int> last_n;
         for (auto const& a : fenced_writes(*log)) {
@@ -134,6 +150,7 @@ public:
                         std::to_string(high[a.key]) + " (" + a.value + ")");
             high[a.key] = std::max(high[a.key], a.token);
             applied_values.insert({a.key, a.value});
+            ++times_applied[a.value];
             // "w<index>-<n>-t<token>": the writer's n-th write.
             auto const dash = a.value.find('-'), dash2 = a.value.find('-', dash + 1);
             std::string const writer = a.value.substr(0, dash);
@@ -145,6 +162,15 @@ public:
         }
         for (auto const& [key, value] : acknowledged_)
             if (!applied_values.count({key, value})) violate("(h2) " + value + " on " + key + " reported written, never applied");
+        // (h6): against what landed by the end of the run, late deliveries included.
+        for (auto const& [value, told] : told_) {
+            int const landed = times_applied.count(value) ? times_applied[value] : 0;
+            if (landed > 1) violate("(h6) " + value + " (" + told + ") landed " + std::to_string(landed) + " times");
+            else if (landed == 1 && told != "written" && told != "unknown_outcome")
+                violate("(h6) " + value + " was reported " + told + ", but landed");
+            else if (landed == 0 && told == "written" && !broken_)
+                violate("(h6) " + value + " was reported written, but never landed");
+        }
         return out_;
     }
 
@@ -153,6 +179,9 @@ private:
         explicit writer(sim::pausable_executor e) : ex(std::move(e)) {}
         int index = 0;
         sim::pausable_executor ex;
+        baton::retry_params retry;
+        unsigned format = 2;            // the record format it writes
+        std::optional<vtime> upgrade_at; // when a writer on format 1 moves to 2
         std::unique_ptr<fenced_t> f;
         std::unique_ptr<timer_t> timer;
         std::uint64_t token = 0;
@@ -172,6 +201,12 @@ private:
         std::ostringstream s;
         s << "t=" << std::chrono::duration<double>(virtual_clock::now().time_since_epoch()).count() << "s " << what;
         out_.violations.push_back(s.str());
+    }
+
+    void make_handle(writer& w) {
+        baton::fenced_options o;
+        o.record_format = w.format;
+        w.f = std::make_unique<fenced_t>(w.ex, *net_, o, baton::standard_retry(w.retry), sim::manual_clock{}, sched_.rng()());
     }
 
     void schedule_takeover() {
@@ -203,6 +238,12 @@ private:
     }
 
     void write(writer& w) {
+        if (w.upgrade_at && virtual_clock::now() >= *w.upgrade_at) { // restarted with the new format
+            w.upgrade_at.reset();
+            w.format = 2;
+            make_handle(w);
+        }
+        if (w.format == 1) ++out_.format1;
         auto const& key = keys_[sched_.rng()() % keys_.size()];
         std::string value = "w" + std::to_string(w.index) + "-" + std::to_string(++w.n) + "-t" + std::to_string(w.token);
         std::string const id = value;
@@ -240,6 +281,8 @@ private:
 
     void classify(std::string const& key, std::string const& value, std::uint64_t token, error_code ec,
                   baton::fenced_write_result const& r) {
+        if (guesses_ && ec == errc::unknown_outcome) ec = errc::timeout;
+        told_[value] = !ec ? std::string("written") : ec == errc::unknown_outcome ? std::string("unknown_outcome") : ec.message();
         if (!ec) {
             ++out_.ok;
             if (r.settled_by_read) ++out_.settled;
@@ -275,6 +318,7 @@ private:
     std::size_t scanned_ = 0;
     std::map<std::string, std::uint64_t> high_;
     bool broken_ = false;
+    bool guesses_ = false;
     net_t* net_ = nullptr;
     std::shared_ptr<applied_log> log_;
     std::vector<std::string> keys_;
@@ -284,6 +328,7 @@ private:
     bool stopping_ = false;
     std::map<std::string, pending_write> pending_;
     std::vector<std::pair<std::string, std::string>> acknowledged_;
+    std::map<std::string, std::string> told_; // value -> what its caller was told
     fenced_outcome out_;
 };
 
@@ -303,11 +348,12 @@ TEST_CASE("fenced writes: stale tokens never land, acknowledged writes landed, r
     MESSAGE(seeds << " seeds: " << total.writes << " fenced writes, " << total.takeovers << " takeovers; " << total.ok
                   << " written (" << total.settled << " settled by reading back), " << total.fenced << " fenced, "
                   << total.unknown << " unknown outcome, " << total.aborted << " cancelled, " << total.transient
-                  << " failed transiently");
+                  << " failed transiently; " << total.format1 << " written in format 1 by fleets being upgraded");
     CHECK(failed == 0);
     if (seeds >= 100) {
         CHECK(total.fenced > 0);
         CHECK(total.settled > 0);
+        CHECK(total.format1 > 0);
     }
 }
 
@@ -328,9 +374,18 @@ TEST_CASE("the fenced checker bites: a hook that lets an equal token through wit
     CHECK(f.caught > 0);
 }
 
+TEST_CASE("the fenced checker bites: a caller told a plain failure where the outcome was unknown is caught") {
+    std::uint64_t const runs = 50;
+    auto const f = test_common::count_flagged(runs, "(h6)", [](std::uint64_t s) {
+        return fenced_sim(s, fenced_sim::variant::unknown_as_failure).run();
+    });
+    MESSAGE("unknown_outcome told as a failure: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
+}
+
 TEST_CASE("the fenced checker bites: writers that check the token themselves and write unconditionally are caught") {
     std::uint64_t const runs = 50;
-    auto const f = test_common::count_flagged(runs, "(h1)", [](std::uint64_t s) { return fenced_sim(s, true).run(); });
+    auto const f = test_common::count_flagged(runs, "(h1)", [](std::uint64_t s) { return fenced_sim(s, fenced_sim::variant::check_then_write).run(); });
     MESSAGE("check-then-write: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
     CHECK(f.caught > 0);
 }

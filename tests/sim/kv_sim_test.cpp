@@ -17,7 +17,13 @@
 //   (k4) per fenced key, the fence of applied writes never goes down: a write
 //        whose token is below one already accepted never lands;
 //   (k5) every operation completes, only with a documented outcome; a
-//        cancellation nobody asked for is flagged.
+//        cancellation nobody asked for is flagged;
+//   (k6) what each caller is told is true, to the end of the run (every write the
+//        store applied is traced to the call that sent it, by its nonce): a call
+//        reported done landed exactly one write if it wrote, none if it did not; one
+//        reported refused, fenced, cancelled or failed never landed a write and never
+//        lands one later; unknown_outcome (the only answer allowed when neither is
+//        known) at most one.
 //
 // BATON_SIM_SEEDS (a quarter of it) / BATON_SIM_FIRST / BATON_SIM_SEED / BATON_SIM_MAX_FAILURES
 // as for the lease suite (test_common/sim_seeds.hpp).
@@ -56,7 +62,16 @@ using sim::virtual_clock;
 using vtime = virtual_clock::time_point;
 
 using net_t = sim::faulty_backend<test_common::recording_backend>;
-using kv_t = baton::basic_kv<net_t, sim::manual_clock>;
+// The nonce of a kv record's body, to trace each write the store applied to the call that sent it.
+struct kv_nonce {
+    std::string operator()(std::string const& body) const {
+        baton::detail::kv_body b;
+        baton::diagnostics d;
+        return baton::detail::decode_kv(body, b, d) ? std::string() : b.nonce;
+    }
+};
+using client_store = test_common::attributing_store<net_t, kv_nonce>;
+using kv_t = baton::basic_kv<client_store, sim::manual_clock>;
 using timer_t = asio::basic_waitable_timer<virtual_clock, asio::wait_traits<virtual_clock>, asio::any_io_executor>;
 
 // A counter's value: how many updates it carries and which ("3 u0-1 u2-1 u1-4").
@@ -80,9 +95,13 @@ struct kv_outcome {
 
 class kv_sim {
 public:
-    // `hand_rolled`: counter updates as people write them by hand (read, compute, write with the
-    // version, on any error start over, no settlement), only to prove that the checker catches it.
-    explicit kv_sim(std::uint64_t seed, bool hand_rolled = false) : sched_(seed), broken_(hand_rolled) {}
+    // Broken variants, only to prove that the checker catches them. `hand_rolled`: counter
+    // updates as people write them by hand (read, compute, write with the version, on any error
+    // start over, no settlement). `unknown_as_failure`: the caller is told a plain failure
+    // whenever the outcome was unknown (what a recipe that guesses "not landed" does).
+    enum class variant { sound, hand_rolled, unknown_as_failure };
+    explicit kv_sim(std::uint64_t seed, variant v = variant::sound)
+        : sched_(seed), broken_(v == variant::hand_rolled), guesses_(v == variant::unknown_as_failure) {}
 
     kv_outcome run() {
         log_ = std::make_shared<test_common::applied_log>();
@@ -97,7 +116,8 @@ public:
             c->index = i;
             baton::retry_params rp;
             rp.max_attempts = 1 + static_cast<unsigned>(sched_.rng()() % 4);
-            c->kv = std::make_unique<kv_t>(c->ex, net, baton::standard_retry(rp), sim::manual_clock{}, sched_.rng()());
+            c->kv = std::make_unique<kv_t>(c->ex, client_store(net, attributions_, c->current), baton::standard_retry(rp),
+                                           sim::manual_clock{}, sched_.rng()());
             c->timer = std::make_unique<timer_t>(sched_.get_executor());
             clients_.push_back(std::move(c));
         }
@@ -125,6 +145,7 @@ private:
         std::uint64_t token = 0;
         int n = 0;
         asio::cancellation_signal cancel;
+        std::shared_ptr<std::string> current = std::make_shared<std::string>(); // the call its writes belong to
     };
     // What a put or erase was told, to check against what landed.
     struct acked_write {
@@ -179,8 +200,12 @@ private:
     auto finish(client& c, std::string id, bool cancel, OnOk on_ok) {
         pending_.insert(id);
         ++out_.ops;
+        *c.current = id;
         return [this, &c, id, cancel, on_ok](error_code ec, baton::kv_write_result r) {
             pending_.erase(id);
+            if (guesses_ && ec == errc::unknown_outcome) ec = errc::timeout;
+            told_[id] = !ec ? (r.written ? "written" : "done without writing")
+                            : ec == errc::unknown_outcome ? std::string("unknown_outcome") : ec.message();
             if (ec == asio::error::operation_aborted && !cancel)
                 violate("(k5) " + id + " reported cancelled, but nobody cancelled it: " + r.diag.to_string());
             if (!ec) {
@@ -400,10 +425,23 @@ private:
         for (auto const& id : failed_)
             if (id[0] != 'u' && puts.count((id[0] == 'f' ? "fenced\n" : "doc\n") + id))
                 violate("(k3) " + id + " reported failed without doubt, but landed (" + why_failed_[id] + ")");
+        // (k6): every write applied, traced to its call by its nonce, against what the call was told.
+        std::map<std::string, int> landed;
+        for (auto const& a : *log_)
+            if (auto n = kv_nonce{}(a.body); !n.empty())
+                if (auto it = attributions_->find(n); it != attributions_->end()) ++landed[it->second];
+        for (auto const& [id, told] : told_) {
+            int const n = landed.count(id) ? landed[id] : 0;
+            bool const ok = told == "written" ? n == 1 : told == "unknown_outcome" ? n <= 1 : n == 0;
+            if (!ok) violate("(k6) " + id + " was reported " + told + ", and " + std::to_string(n) + " of its writes landed");
+        }
     }
 
     sim::scheduler sched_;
     bool broken_ = false;
+    bool guesses_ = false;
+    std::shared_ptr<client_store::attributions> attributions_ = std::make_shared<client_store::attributions>();
+    std::map<std::string, std::string> told_; // call -> what it was told
     net_t* net_ = nullptr;
     std::shared_ptr<test_common::applied_log> log_;
     std::vector<std::unique_ptr<client>> clients_;
@@ -440,8 +478,15 @@ TEST_CASE("kv: versions rise by one, updates land once, conditions and fences ho
 
 TEST_CASE("the kv checker bites: hand-rolled read-modify-write without settlement is caught") {
     std::uint64_t const runs = 50;
-    auto const f = test_common::count_flagged(runs, "(k2)", [](std::uint64_t s) { return kv_sim(s, true).run(); });
+    auto const f = test_common::count_flagged(runs, "(k2)", [](std::uint64_t s) { return kv_sim(s, kv_sim::variant::hand_rolled).run(); });
     MESSAGE("hand-rolled updates: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
+}
+
+TEST_CASE("the kv checker bites: a caller told a plain failure where the outcome was unknown is caught") {
+    std::uint64_t const runs = 50;
+    auto const f = test_common::count_flagged(runs, "(k6)", [](std::uint64_t s) { return kv_sim(s, kv_sim::variant::unknown_as_failure).run(); });
+    MESSAGE("unknown_outcome told as a failure: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
     CHECK(f.caught > 0);
 }
 

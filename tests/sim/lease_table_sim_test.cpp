@@ -1,18 +1,24 @@
 // The lease-table simulation: 5 to 10 workers over 100 to 1,000 shards, through a store with
 // every fault of the sim kit (requests dropped, answers lost after applying, 409/412/5xx,
-// throttling, duplicates, stale reads, writes landing up to a minute late), clocks running at
-// different rates within the declared skew, workers joining, leaving, crashing and freezing
-// beyond their TTL. Each worker consumes numbered records of its shards and checkpoints after
-// each one (test_common/table_workers.hpp). Checked, on what the works saw and what the store
+// throttling, duplicates, stale reads, writes landing up to a minute late), workers with
+// different TTLs (6, 9 or 15 s) and declared skews (2 or 2.5), clocks running at different
+// rates within them, workers joining, leaving, crashing and freezing beyond their TTL, and
+// worker and shard records deleted outside baton (a deleted shard is registered again once the
+// faults stop). Each worker consumes numbered records of its shards and checkpoints after each
+// one (test_common/table_workers.hpp). Checked, on what the works saw and what the store
 // applied:
-//   (t1) no two works act on one shard at once: each work's records form one unbroken run;
+//   (t1) no two works act on one shard at once: each work's start and records form one
+//        unbroken run;
 //   (t2) every work starts at or after the last checkpoint acknowledged before it;
 //   (t3) the stored checkpoint of a shard never goes back, and its token never goes down and
 //        rises whenever the owner changes;
 //   (t4) after a quiet period every shard is owned by a live worker, each live worker within
 //        one shard of the fair share;
 //   (t5) in the quiet period, writes per renew period are at most the workers' renewals (plus
-//        jitter) and the checkpoints: no per-shard renewal, no churn.
+//        jitter) and the checkpoints: no per-shard renewal, no churn;
+//   (t6) what each work is told of its checkpoints is true, to the end of the run: one
+//        acknowledged landed; one reported failed (lease lost, or a store error) never landed
+//        and never lands later; unknown_outcome may have.
 // And the checker bites: workers whose checkpoints are written unconditionally (as the seed's
 // vmware-go-kcl checkpointer does) are caught.
 //
@@ -35,6 +41,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -94,11 +101,13 @@ private:
 
 struct table_outcome {
     std::uint64_t runs = 0, shards = 0, workers = 0, records = 0, starts = 0, crashes = 0, freezes = 0, leaves = 0,
-                  quiet_renewals = 0, quiet_checkpoints = 0, quiet_moves = 0, quiet_periods_x_workers = 0;
+                  deleted_workers = 0, deleted_shards = 0, checkpoints_failed = 0, quiet_renewals = 0,
+                  quiet_checkpoints = 0, quiet_moves = 0, quiet_periods_x_workers = 0;
     std::vector<std::string> violations;
     void add(table_outcome const& o) {
         runs += o.runs, shards += o.shards, workers += o.workers, records += o.records, starts += o.starts;
         crashes += o.crashes, freezes += o.freezes, leaves += o.leaves, quiet_renewals += o.quiet_renewals;
+        deleted_workers += o.deleted_workers, deleted_shards += o.deleted_shards, checkpoints_failed += o.checkpoints_failed;
         quiet_checkpoints += o.quiet_checkpoints, quiet_moves += o.quiet_moves;
         quiet_periods_x_workers += o.quiet_periods_x_workers;
     }
@@ -122,10 +131,15 @@ class table_sim {
         sim::manual_clock clock;
         std::unique_ptr<table_t> table;
         bool frozen = false;
+        std::chrono::milliseconds ttl{9000}; // as its options declare, fixed per name
+        double skew = 2.0;
     };
 
 public:
-    explicit table_sim(std::uint64_t seed) : seed_(seed), sched_(seed) {}
+    // `unknown_as_failure`: the works take a checkpoint with an unknown outcome for a failure
+    // (only to prove that the checker catches it).
+    explicit table_sim(std::uint64_t seed, bool unknown_as_failure = false)
+        : seed_(seed), sched_(seed), guesses_(unknown_as_failure) {}
 
     table_outcome run() {
         auto log = std::make_shared<test_common::applied_log>();
@@ -138,6 +152,8 @@ public:
         // One seed in 8 runs a table of 1,000 shards: by seed number, so that the suite's two halves
         // (consecutive seed ranges) get as many of these long runs each.
         std::size_t shards = seed_ % 8 == 0 ? 1000 : 100 + static_cast<std::size_t>(sched_.uniform() * 200);
+        memory_ = &memory;
+        log_ = log;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
         shards = std::min<std::size_t>(shards, 200); // unoptimized sanitizer builds: the same checks, smaller tables
 #endif
@@ -147,15 +163,7 @@ public:
         {
             std::vector<std::string> ids;
             for (std::size_t i = 0; i < shards; ++i) ids.push_back("s" + std::to_string(1000 + i));
-            baton::basic_lease_table<baton::memory_backend, sim::manual_clock> admin(sched_.get_executor(), memory, options(""),
-                                                                                    {}, {}, sim::manual_clock{});
-            bool done = false;
-            admin.async_register(ids, [&](error_code ec) {
-                if (ec) violate("register failed: " + ec.message());
-                done = true;
-            });
-            sched_.run_for(1s);
-            if (!done) violate("register did not complete");
+            register_shards(ids);
         }
 
         std::size_t const first = 2 + static_cast<std::size_t>(sched_.uniform() * 3);
@@ -187,9 +195,14 @@ public:
             if (it == workers_.end() || !it->second.table || runs_[n].ended) start(n);
         }
         // The ones that were leaving when the quiet began have left by now: they start again too.
+        // Every work on a deleted shard has seen it gone by now: it is registered again.
         sched_.run_until(vtime(300s));
         for (auto& n : names_)
             if (runs_[n].ended) start(n);
+        if (!deleted_shards_.empty()) {
+            register_shards(std::vector<std::string>(deleted_shards_.begin(), deleted_shards_.end()));
+            deleted_shards_.clear();
+        }
         sched_.run_until(vtime(420s));
         std::size_t const quiet_from = log->size();
         sched_.run_until(vtime(480s));
@@ -203,6 +216,7 @@ public:
         }
         check_quiet(*log, quiet_from, memory);
         check_applied(*log);
+        check_checkpoints_told(*log);
         for (auto const& v : records_->check(false)) violate("(t1/t2) " + v);
         for (auto const& e : records_->events) {
             out_.records += e.what == test_common::table_event::kind::record;
@@ -214,16 +228,29 @@ public:
     }
 
 private:
-    baton::lease_table_options options(std::string name) {
+    baton::lease_table_options options(std::string name, std::chrono::milliseconds ttl = 9s, double skew = 2.0) {
         baton::lease_table_options o;
         o.table = "jobs/";
         o.worker = std::move(name);
-        o.ttl = 9s;
-        o.scan_interval = 3s;
+        o.ttl = ttl;
+        o.max_clock_rate_skew = skew;
+        o.scan_interval = ttl / 3;
         o.poll_interval = 500ms;
         o.max_moves_per_cycle = 8;
         o.random_seed = sched_.rng()();
         return o;
+    }
+
+    void register_shards(std::vector<std::string> const& ids) {
+        baton::basic_lease_table<baton::memory_backend, sim::manual_clock> admin(sched_.get_executor(), *memory_, options(""), {},
+                                                                                {}, sim::manual_clock{});
+        bool done = false;
+        admin.async_register(ids, [&](error_code ec) {
+            if (ec) violate("register failed: " + ec.message());
+            done = true;
+        });
+        sched_.run_for(1s);
+        if (!done) violate("register did not complete");
     }
 
     Store store_for() {
@@ -236,15 +263,18 @@ private:
         if (it == workers_.end()) {
             double const rate = 0.75 + sched_.uniform() * 0.7; // any two within 1.45/0.75 < 2
             it = workers_.emplace(name, worker{name, sched_.make_participant_executor(), sim::manual_clock(rate), nullptr}).first;
+            static constexpr std::chrono::milliseconds ttls[] = {6s, 9s, 15s};
+            it->second.ttl = ttls[sched_.rng()() % 3];
+            it->second.skew = sched_.uniform() < 0.5 ? 2.0 : 2.5;
         }
         auto& w = it->second;
         baton::retry_params rp;
         rp.max_attempts = 2 + static_cast<unsigned>(sched_.rng()() % 3);
-        w.table = std::make_unique<table_t>(w.ex, store_for(), options(name), baton::standard_retry(rp), baton::backend_signer{},
-                                            w.clock);
+        w.table = std::make_unique<table_t>(w.ex, store_for(), options(name, w.ttl, w.skew), baton::standard_retry(rp),
+                                            baton::backend_signer{}, w.clock);
         auto& run = runs_[name];
         run.ended = run.leaving = false;
-        w.table->async_run(test_common::numbered_records_work<table_t>(records_, name, w.clock, 2s),
+        w.table->async_run(test_common::numbered_records_work<table_t>(records_, name, w.clock, 2s, guesses_),
                            [this, name, serial = ++run.serial](error_code ec) {
                                auto& r = runs_[name];
                                if (r.serial != serial) return; // a crashed run's late completion
@@ -280,13 +310,28 @@ private:
             w->frozen = false;
             return;
         }
+        if (u > 0.95 && out_.shards > 0) { // a shard record deleted outside baton (a lifecycle rule, an operator)
+            std::string const id = "s" + std::to_string(1000 + sched_.rng()() % out_.shards);
+            memory_->async_erase("jobs/shards/" + id, baton::precondition::none(), [](error_code, baton::erase_result) {});
+            deleted_shards_.insert(id);
+            // Its checkpoints go with it: the checks start the shard's history again.
+            log_->push_back({"jobs/shards/" + id, std::string()});
+            records_->add({test_common::table_event::kind::erased, vclock::now().time_since_epoch().count(), "", id, 0, 0});
+            ++out_.deleted_shards;
+            return;
+        }
         if (running.size() < 2) return;
         auto* w = running[sched_.rng()() % running.size()];
+        if (u > 0.9) { // its worker record deleted outside baton (a TTL attribute, a lifecycle rule)
+            memory_->async_erase("jobs/workers/" + w->name, baton::precondition::none(), [](error_code, baton::erase_result) {});
+            ++out_.deleted_workers;
+            return;
+        }
         if (u < 0.7) { // frozen, often beyond its TTL; thawed by a later event or the quiet period
             w->ex.freeze();
             w->frozen = true;
             ++out_.freezes;
-        } else if (u < 0.85) { // crashed: the process is gone; its writes in flight may still land
+        } else if (u < 0.8) { // crashed: the process is gone; its writes in flight may still land
             w->table.reset();
             ++out_.crashes;
         } else { // leaves gracefully
@@ -299,17 +344,53 @@ private:
         }
     }
 
+    // (t6): each checkpoint a work was told of, against the shard records the store applied. A
+    // record naming the work's owner and token with that checkpoint first appears by that very
+    // checkpoint's write (a claim carries the checkpoint before the work's first; others' writes
+    // only copy what is there), so its presence in the log is the checkpoint landing.
+    void check_checkpoints_told(test_common::applied_log const& log) {
+        std::set<std::tuple<std::string, std::string, std::uint64_t, std::uint64_t>> landed; // (shard, owner, token, value)
+        for (auto const& a : log) {
+            if (a.key.find("/shards/") == std::string::npos) continue;
+            baton::detail::shard_body b;
+            baton::diagnostics d;
+            if (baton::detail::decode_shard_body(a.body, b, d) || !b.checkpoint || b.owner.empty()) continue;
+            landed.insert({a.key.substr(a.key.rfind('/') + 1), b.owner, b.token, std::stoull(*b.checkpoint)});
+        }
+        using kind = test_common::table_event::kind;
+        for (auto const& e : records_->events) {
+            if (e.what != kind::checkpoint_ack && e.what != kind::checkpoint_failed) continue;
+            bool const in_store = landed.count({e.shard, e.worker, e.token, e.n}) > 0;
+            if (e.what == kind::checkpoint_failed) ++out_.checkpoints_failed;
+            if (e.what == kind::checkpoint_ack && !in_store)
+                violate("(t6) shard " + e.shard + ": checkpoint " + std::to_string(e.n) + " of " + e.worker + " (token " +
+                        std::to_string(e.token) + ") was acknowledged, never landed");
+            if (e.what == kind::checkpoint_failed && !e.unknown && in_store)
+                violate("(t6) shard " + e.shard + ": checkpoint " + std::to_string(e.n) + " of " + e.worker + " (token " +
+                        std::to_string(e.token) + ") was reported failed, but landed");
+        }
+    }
+
     // (t3) over everything the store applied, in order.
     void check_applied(test_common::applied_log const& log) {
         std::map<std::string, baton::detail::shard_body> last;
+        std::map<std::string, std::uint64_t> deleted_at; // the token a deleted record had
         for (auto const& a : log) {
             if (a.key.find("/shards/") == std::string::npos) continue;
+            if (a.body.empty()) { // deleted outside baton: a registration starts it again, above the old tokens
+                if (auto it = last.find(a.key); it != last.end()) deleted_at[a.key] = it->second.token;
+                last.erase(a.key);
+                continue;
+            }
             baton::detail::shard_body b;
             baton::diagnostics d;
             if (baton::detail::decode_shard_body(a.body, b, d)) {
                 violate("(t3) " + a.key + " holds a foreign record: " + d.message);
                 continue;
             }
+            if (auto del = deleted_at.find(a.key); del != deleted_at.end() && !last.count(a.key) && b.token <= del->second)
+                violate("(t3) " + a.key + ": created again at token " + std::to_string(b.token) + ", not above " +
+                        std::to_string(del->second) + " from before its deletion");
             auto it = last.find(a.key);
             if (it != last.end()) {
                 auto const& p = it->second;
@@ -363,7 +444,7 @@ private:
                             ".." + std::to_string(hi));
             }
         }
-        // (t5): writes in the last 60 s (20 renew periods of 3 s).
+        // (t5): writes in the last 60 s (20 renew periods of a 9-s TTL; 10 of a 15-s one).
         std::map<std::string, baton::detail::shard_body> prev;
         for (std::size_t i = 0; i < from && i < log.size(); ++i)
             if (log[i].key.find("/shards/") != std::string::npos) {
@@ -399,16 +480,19 @@ private:
         out_.quiet_renewals = renewals;
         out_.quiet_checkpoints = checkpoints;
         out_.quiet_moves = moves;
-        out_.quiet_periods_x_workers = 20 * live;
         // Renewals every ttl/3 of the worker's own time, each 90-110% of it after the last: at most
         // 1.12 per period of its clock (which may run fast), plus one at the edge.
         double bound = 0;
-        for (auto const& [n, t] : live_terms) bound += 1.12 * 20 * workers_.at(n).clock.rate() + 1;
+        for (auto const& [n, t] : live_terms) {
+            double const periods = 60.0 / (std::chrono::duration<double>(workers_.at(n).ttl).count() / 3);
+            out_.quiet_periods_x_workers += static_cast<std::uint64_t>(periods);
+            bound += 1.12 * periods * workers_.at(n).clock.rate() + 1;
+        }
         if (static_cast<double>(renewals) > bound)
         {
             std::string detail;
             for (auto const& [k, n] : per_worker) detail += " " + k + ":" + std::to_string(n);
-            violate("(t5) " + std::to_string(renewals) + " worker writes in 20 renew periods with " + std::to_string(live) +
+            violate("(t5) " + std::to_string(renewals) + " worker writes in a quiet minute with " + std::to_string(live) +
                     " live workers (" + detail + " )");
         }
         if (moves > live)
@@ -423,7 +507,11 @@ private:
 
     std::uint64_t seed_;
     sim::scheduler sched_;
+    bool guesses_ = false;
     net_t* net_ = nullptr;
+    baton::memory_backend* memory_ = nullptr;
+    std::shared_ptr<test_common::applied_log> log_; // what the store applied; an empty body marks a deletion
+    std::set<std::string> deleted_shards_; // deleted outside baton, registered again in the quiet period
     std::vector<std::string> names_;
     std::map<std::string, worker> workers_;
     std::shared_ptr<test_common::table_log> records_ = std::make_shared<test_common::table_log>();
@@ -442,10 +530,19 @@ TEST_CASE("lease table: one work per shard at a time, checkpoints never go back,
     std::uint64_t const failed = test_common::run_seeds(r, total, [](std::uint64_t s) { return table_sim<net_t>(s).run(); }, 10);
     MESSAGE(r.count << " runs: " << total.shards << " shards, " << total.workers << " workers, " << total.records
                     << " records, " << total.starts << " works started; " << total.crashes << " crashes, " << total.freezes
-                    << " freezes, " << total.leaves << " leaves; quiet minute: " << total.quiet_renewals << " renewals for "
+                    << " freezes, " << total.leaves << " leaves, " << total.deleted_workers << " worker and " << total.deleted_shards
+                    << " shard records deleted, " << total.checkpoints_failed << " checkpoints failed; quiet minute: "
+                    << total.quiet_renewals << " renewals for "
                     << total.quiet_periods_x_workers << " worker-periods, " << total.quiet_checkpoints << " checkpoints, "
                     << total.quiet_moves << " other shard writes");
     CHECK(failed == 0);
+}
+
+TEST_CASE("the table checker bites: a checkpoint with an unknown outcome taken for a failure is caught") {
+    std::uint64_t const runs = 4;
+    auto const f = test_common::count_flagged(runs, "(t6)", [](std::uint64_t s) { return table_sim<net_t>(s, true).run(); });
+    MESSAGE("unknown checkpoints taken for failures: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
 }
 
 TEST_CASE("the table checker bites: unconditional checkpoints (the seed's checkpointer) are caught") {

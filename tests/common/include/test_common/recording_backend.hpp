@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 
 #include <memory>
@@ -122,6 +123,50 @@ inline baton::sim::fault_profile random_write_faults(baton::sim::scheduler& sche
     fp.refusals_carry_record = sched.seed() % 2 == 0;
     return fp;
 }
+
+/** A client's view of a shared store that notes which of the client's calls sent each write:
+    at a put's initiation, the nonce of its body (`NonceOf(body)`, empty when it has none) is
+    attributed to the call named by `*current` (the client runs one call at a time). A
+    simulation then knows, for every write the store applied (its recording log), which call
+    sent it, however late it landed, and can check it against what that call was told.
+*/
+template <class Inner, class NonceOf>
+class attributing_store {
+public:
+    using executor_type = typename Inner::executor_type;
+    using attributions = std::map<std::string, std::string>; // nonce -> call
+
+    attributing_store(Inner inner, std::shared_ptr<attributions> to, std::shared_ptr<std::string> current)
+        : inner_(std::move(inner)), to_(std::move(to)), current_(std::move(current)) {}
+
+    executor_type get_executor() const { return inner_.get_executor(); }
+    template <class Handler>
+    void async_get(std::string key, Handler&& h) {
+        inner_.async_get(std::move(key), std::forward<Handler>(h));
+    }
+    template <class Handler>
+    void async_put(std::string key, std::string body, baton::precondition pc, Handler&& h) {
+        if (auto n = NonceOf{}(body); !n.empty()) (*to_)[n] = *current_;
+        inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<Handler>(h));
+    }
+    template <class Handler>
+    void async_erase(std::string key, baton::precondition pc, Handler&& h) {
+        inner_.async_erase(std::move(key), std::move(pc), std::forward<Handler>(h));
+    }
+    template <class Handler>
+    void async_list(std::string prefix, std::string after, std::size_t limit, Handler&& h) {
+        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<Handler>(h));
+    }
+    template <class Handler>
+    void async_probe(Handler&& h) {
+        inner_.async_probe(std::forward<Handler>(h));
+    }
+
+private:
+    Inner inner_;
+    std::shared_ptr<attributions> to_;
+    std::shared_ptr<std::string> current_;
+};
 
 using recording_backend = basic_recording_backend<fenced_hook::none>;
 using hooked_recording_backend = basic_recording_backend<fenced_hook::dynamodb>;

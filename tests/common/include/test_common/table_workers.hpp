@@ -29,13 +29,15 @@
 namespace test_common {
 
 struct table_event {
-    enum class kind { start, record, checkpoint_ack, end };
+    // erased: the shard's record was deleted outside baton, its checkpoints with it (a test's event).
+    enum class kind { start, record, checkpoint_ack, checkpoint_failed, end, erased };
     kind what;
     std::int64_t at;      // virtual ns
     std::string worker;
     std::string shard;
     std::uint64_t token;  // identifies the work (one token per owner change)
-    std::uint64_t n;      // start: checkpoint it resumed from; record: its number; ack: the value
+    std::uint64_t n;      // start: checkpoint it resumed from; record: its number; ack, failed: the value
+    bool unknown = false; // checkpoint_failed: with unknown_outcome (it may have landed)
 };
 
 struct table_log {
@@ -87,6 +89,10 @@ struct table_log {
                 case table_event::kind::checkpoint_ack:
                     acked = std::max(acked, e->n);
                     break;
+                case table_event::kind::erased:
+                    acked = 0;
+                    break;
+                case table_event::kind::checkpoint_failed:
                 case table_event::kind::end:
                     break;
                 }
@@ -105,12 +111,13 @@ struct table_log {
 };
 
 // The work: one record every `step` of the worker's own time, a checkpoint after each.
-// `unconditional`: after a refused checkpoint, it goes on as if it had landed (for checks that
-// must catch a worker acting without its shard).
+// `unknown_as_failure`: a checkpoint whose outcome was unknown is logged as failed (what a
+// caller that guesses "not landed" believes), for checks that must catch it.
 template <class Table>
 typename Table::work_type numbered_records_work(std::shared_ptr<table_log> log, std::string worker,
-                                                baton::sim::manual_clock clock, std::chrono::nanoseconds step) {
-    return [log, worker, clock, step](typename Table::shard_type s) -> boost::asio::awaitable<void> {
+                                                baton::sim::manual_clock clock, std::chrono::nanoseconds step,
+                                                bool unknown_as_failure = false) {
+    return [log, worker, clock, step, unknown_as_failure](typename Table::shard_type s) -> boost::asio::awaitable<void> {
         namespace asio = boost::asio;
         using timer_t = asio::basic_waitable_timer<baton::sim::virtual_clock, asio::wait_traits<baton::sim::virtual_clock>,
                                                    asio::any_io_executor>;
@@ -130,7 +137,11 @@ typename Table::work_type numbered_records_work(std::shared_ptr<table_log> log, 
             log->add({table_event::kind::record, now(), worker, s.shard(), s.token(), n});
             std::string value = std::to_string(n);
             auto [ec] = co_await s.async_checkpoint(std::move(value), asio::as_tuple(asio::use_awaitable));
-            if (ec) break;
+            if (ec) {
+                log->add({table_event::kind::checkpoint_failed, now(), worker, s.shard(), s.token(), n,
+                          ec == baton::errc::unknown_outcome && !unknown_as_failure});
+                break;
+            }
             log->add({table_event::kind::checkpoint_ack, now(), worker, s.shard(), s.token(), n});
         }
         log->add({table_event::kind::end, now(), worker, s.shard(), s.token(), n});
