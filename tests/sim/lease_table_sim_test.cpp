@@ -23,7 +23,8 @@
 // vmware-go-kcl checkpointer does) are caught.
 //
 // BATON_SIM_SEEDS (a hundredth of it, at least 2) / BATON_SIM_FIRST / BATON_SIM_SEED as for the other suites;
-// BATON_TABLE_DEBUG=<shard id> prints that shard's works and every write applied to it (with a replayed seed).
+// BATON_TABLE_DEBUG=<shard id> prints that shard's works and every write applied to it (with a replayed seed);
+// BATON_TABLE_MAX_SHARDS=<n> caps each table's shards (long soaks).
 
 #include <baton/backend/memory.hpp>
 #include <baton/recipe/lease_table.hpp>
@@ -157,6 +158,9 @@ public:
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
         shards = std::min<std::size_t>(shards, 200); // unoptimized sanitizer builds: the same checks, smaller tables
 #endif
+        // BATON_TABLE_MAX_SHARDS: smaller tables for long soaks (the interleavings are per shard;
+        // the cost of a seed grows with its shards).
+        if (auto cap = test_common::env_u64("BATON_TABLE_MAX_SHARDS", 0)) shards = std::min<std::size_t>(shards, cap);
         std::size_t const total_workers = 5 + static_cast<std::size_t>(sched_.uniform() * 6);
         out_.shards = shards;
         out_.workers = total_workers;
