@@ -598,4 +598,17 @@ TEST_CASE("cancelled with a write in doubt, settled by a stale read: never opera
     CHECK((!o.ec || o.ec == errc::unknown_outcome));
 }
 
+TEST_CASE("two handles given the same seed draw different nonces: neither settles its write by the other's") {
+    asio::io_context ioc;
+    baton::memory_backend store(ioc.get_executor());
+    memory_fenced one(ioc.get_executor(), store, {}, {}, 77), two(ioc.get_executor(), store, {}, {}, 77);
+    REQUIRE_FALSE(write(ioc, one, "k1", "v", 1).ec);
+    REQUIRE_FALSE(write(ioc, two, "k2", "v", 1).ec);
+    baton::detail::fenced_body b1, b2;
+    baton::diagnostics d;
+    REQUIRE_FALSE(baton::detail::decode_fenced(store.peek("k1")->body, b1, d));
+    REQUIRE_FALSE(baton::detail::decode_fenced(store.peek("k2")->body, b2, d));
+    CHECK(b1.nonce != b2.nonce);
+}
+
 } // TEST_SUITE

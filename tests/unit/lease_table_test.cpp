@@ -16,7 +16,9 @@
 #include <test_common/table_workers.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <random>
 #include <memory>
 #include <optional>
 #include <string>
@@ -593,6 +595,120 @@ TEST_CASE("a worker missing from listings: only absences seen after a read of it
     CHECK_FALSE(v.claimable(new_term)); // 17 s of absence since the read
     v.saw_missing("a", 42s, 42010ms); // 18 s from the first answer after the read (23.01 s)
     CHECK(v.claimable(new_term));
+}
+
+// A memory store that, once armed, answers the first claim of `t/shards/s1` by "b" with a timeout
+// (the write is dropped) and runs `on_trap` right then (the test freezes b there).
+class claim_trap_store {
+public:
+    using executor_type = baton::memory_backend::executor_type;
+    explicit claim_trap_store(baton::memory_backend inner) : inner_(std::move(inner)) {}
+    executor_type get_executor() const { return inner_.get_executor(); }
+    baton::memory_backend& inner() { return inner_; }
+    std::shared_ptr<std::function<void()>> on_trap = std::make_shared<std::function<void()>>();
+    template <class H>
+    void async_get(std::string key, H&& h) { inner_.async_get(std::move(key), std::forward<H>(h)); }
+    template <class H>
+    void async_list(std::string p, std::string a, std::size_t l, H&& h) { inner_.async_list(std::move(p), std::move(a), l, std::forward<H>(h)); }
+    template <class H>
+    void async_erase(std::string k, baton::precondition pc, H&& h) { inner_.async_erase(std::move(k), std::move(pc), std::forward<H>(h)); }
+    template <class H>
+    void async_probe(H&& h) { inner_.async_probe(std::forward<H>(h)); }
+    template <class H>
+    void async_put(std::string key, std::string body, baton::precondition pc, H&& h) {
+        if (*on_trap && key == "t/shards/s1" && body.find("\"owner\":\"b\"") != std::string::npos) {
+            auto trap = std::exchange(*on_trap, nullptr);
+            trap();
+            return baton::detail::post_completion(inner_.get_executor(), std::forward<H>(h), error_code(errc::timeout), baton::put_result{});
+        }
+        inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<H>(h));
+    }
+
+private:
+    baton::memory_backend inner_;
+};
+
+TEST_CASE("a claim that reads a new term of the owner it judged gone leaves the shard to the next scan") {
+    // Found by review: a's record is deleted while a is frozen; b sees a missing for longer than
+    // a's window and claims a's shard, but the claim is dropped (b hears a timeout, and is frozen
+    // there). a thaws, begins a new term and claims its shard again. b's claim then reads the
+    // record under a's new term: judged with the old absence, it wrote over a live owner.
+    sim::scheduler sched(24);
+    claim_trap_store store(baton::memory_backend(sched.get_executor()));
+    world<claim_trap_store> w(sched, store);
+    std::optional<error_code> reg;
+    w.admin().async_register({"s1"}, [&](error_code ec) { reg = ec; });
+    sched.run_for(1s);
+    REQUIRE(reg);
+    REQUIRE_FALSE(*reg);
+    w.start("a");
+    sched.run_for(10s);
+    auto const first = w.snapshot().shards.at(0);
+    REQUIRE(first.owner == "a");
+    w.workers.at("a").ex.freeze();
+    std::optional<error_code> erased;
+    store.inner().async_erase("t/workers/a", baton::precondition::none(), [&](error_code ec, baton::erase_result) { erased = ec; });
+    bool trapped = false;
+    *store.on_trap = [&] {
+        trapped = true;
+        w.workers.at("b").ex.freeze();
+    };
+    w.start("b");
+    for (int i = 0; i < 1200 && !trapped; ++i) sched.run_for(50ms);
+    REQUIRE(trapped); // b judged a's term ended after a's window of absence, and claimed
+    w.workers.at("a").ex.thaw();
+    for (int i = 0; i < 200; ++i) { // a recreates its record under a new term and claims s1 back
+        sched.run_for(50ms);
+        auto const s = w.snapshot().shards.at(0);
+        if (s.owner == "a" && s.token > first.token) break;
+    }
+    REQUIRE(w.snapshot().shards.at(0).owner == "a");
+    w.workers.at("b").ex.thaw();
+    sched.run_for(8s);
+    w.check_log(false); // no work of b while a's new term works on s1
+}
+
+TEST_CASE("a shard change that a write of it may still land on is settled before it is answered") {
+    // The change is asked again about the record its write was made on; the answer may differ
+    // (the view behind a claim moved on), but the earlier write may still land there.
+    struct retry_at_once {
+        unsigned max = 3;
+        baton::retry_decision on_failure(error_code const& ec, unsigned n, double) {
+            baton::retry_decision d;
+            d.retry = baton::is_retryable(ec) && n < max;
+            d.delay = 10ms;
+            return d;
+        }
+        void on_success(unsigned) {}
+    } retry;
+    std::mt19937_64 rng(3);
+    int asked = 0;
+    baton::detail::shard_change_fn change = [&](std::optional<baton::detail::shard_body> const&, baton::detail::shard_body& next) {
+        if (++asked > 1) return baton::detail::shard_change::refuse(errc::precondition_failed); // changed its mind
+        next.owner = "me";
+        return baton::detail::shard_change::write();
+    };
+    baton::detail::shard_body base;
+    base.nonce = std::string(32, 'a');
+    base.recent = std::string(baton::detail::origin_writer);
+    baton::detail::shard_write_machine<retry_at_once, std::mt19937_64> m(change, baton::detail::shard_seen{"v1", base}, retry, rng);
+    using kind = baton::detail::write_step::type;
+    auto s = m.start();
+    REQUIRE(s.what == kind::write);
+    s = m.on_put(errc::timeout, baton::put_result{});
+    REQUIRE(s.what == kind::wait);
+    REQUIRE(m.on_wait().what == kind::read);
+    baton::get_result g;
+    g.found = baton::record{"k", baton::detail::encode_shard_body(base), "v1"}; // still the record it was made on
+    s = m.on_get({}, g);
+    CHECK(s.what != kind::done); // not "refused" while the write may land: read again
+    for (int i = 0; i < 10 && s.what != kind::done; ++i) {
+        if (s.what == kind::wait) s = m.on_wait();
+        else if (s.what == kind::read) s = m.on_get({}, g);
+        else break;
+    }
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::unknown_outcome); // it never settled: never "refused"
 }
 
 } // TEST_SUITE

@@ -318,3 +318,122 @@ TEST_CASE("kv machine: cancelled while paused with nothing in doubt ends at once
     CHECK(s.ec == boost::asio::error::operation_aborted);
     CHECK(!m.stopping());
 }
+
+namespace {
+// A 32-digit nonce of another writer, different for each `i`.
+std::string other_nonce(int i) {
+    std::string n = std::to_string(1000000 + i);
+    return n + std::string(32 - n.size(), 'a');
+}
+} // namespace
+
+TEST_CASE("fenced machine: past the contention limit with a write in doubt, the refusal is settled before it is reported") {
+    // Another writer wins 64 rounds; then this call's write W is answered with a timeout, and the
+    // record is still W's anchor, so W2 is written on it; W lands late and W2 is refused. The
+    // 65th refusal is W's own doing: reporting precondition_failed would be false.
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    fenced_machine m("v", 5, std::nullopt, retry, rng);
+    auto other = [](int i) { return found("v" + std::to_string(i), baton::detail::encode_fenced(1, other_nonce(i), "x")); };
+    int ver = 0;
+    step s = m.start();
+    REQUIRE(s.what == kind::read);
+    s = m.on_get({}, other(ver));
+    for (int i = 0; i < 64; ++i) {
+        REQUIRE(s.what == kind::write);
+        s = m.on_put(errc::precondition_failed, put_result{});
+        if (s.what == kind::wait) s = m.on_wait();
+        REQUIRE(s.what == kind::read);
+        s = m.on_get({}, other(++ver));
+    }
+    REQUIRE(s.what == kind::write);
+    baton::detail::fenced_body w;
+    baton::diagnostics d;
+    REQUIRE_FALSE(baton::detail::decode_fenced(s.body, w, d));
+    s = m.on_put(errc::timeout, put_result{}); // W: its answer is lost; it lands late
+    REQUIRE(s.what == kind::wait);
+    REQUIRE(m.on_wait().what == kind::read);
+    s = m.on_get({}, other(ver)); // still W's anchor: W may land
+    REQUIRE(s.what == kind::write); // W2 on the same version
+    s = m.on_put(errc::precondition_failed, put_result{}); // refused: W landed
+    REQUIRE(s.what == kind::read); // settle first
+    CHECK(m.stopping());
+    s = m.on_get({}, found("w", baton::detail::encode_fenced(5, w.nonce, "v", w.recent)));
+    REQUIRE(s.what == kind::done);
+    CHECK_FALSE(s.ec);
+    CHECK(m.settled_by_read());
+}
+
+TEST_CASE("kv machine: past the contention limit with a put in doubt, the refusal is settled before it is reported") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    kv_machine m(baton::detail::kv_op::put, "mine", baton::detail::kv_expect{}, std::nullopt, retry, rng);
+    auto rec = [](std::uint64_t v) {
+        baton::detail::kv_body b;
+        b.version = v;
+        b.nonce = other_nonce(static_cast<int>(v));
+        b.value = "other";
+        return found("s" + std::to_string(v), baton::detail::encode_kv(b));
+    };
+    std::uint64_t ver = 1;
+    step s = m.start();
+    REQUIRE(s.what == kind::read);
+    s = m.on_get({}, rec(ver));
+    for (int i = 0; i < 64; ++i) {
+        REQUIRE(s.what == kind::write);
+        s = m.on_put(errc::precondition_failed, put_result{});
+        if (s.what == kind::wait) s = m.on_wait();
+        REQUIRE(s.what == kind::read);
+        s = m.on_get({}, rec(++ver));
+    }
+    REQUIRE(s.what == kind::write);
+    std::string const w = s.body;
+    s = m.on_put(errc::timeout, put_result{}); // W: answer lost, lands late
+    REQUIRE(s.what == kind::read);
+    s = m.on_get({}, rec(ver)); // W may still land: the retry policy's pause, then a read
+    REQUIRE(s.what == kind::wait);
+    REQUIRE(m.on_wait().what == kind::read);
+    s = m.on_get({}, rec(ver));
+    REQUIRE(s.what == kind::write); // W2 on the same version
+    s = m.on_put(errc::precondition_failed, put_result{}); // refused: W landed
+    REQUIRE(s.what == kind::read);
+    s = m.on_get({}, found("w", w));
+    REQUIRE(s.what == kind::done);
+    CHECK_FALSE(s.ec);
+    CHECK(m.written());
+}
+
+TEST_CASE("recent writers: a nonce that begins like the origin marker names no writer") {
+    using baton::detail::chain_fate;
+    using baton::detail::doubt_fate;
+    using baton::detail::origin_writer;
+    std::string const zeros = std::string(16, '0') + std::string(16, 'f');
+    CHECK(baton::detail::writer_prefix(zeros).empty());
+    CHECK(baton::detail::recent_after(zeros, std::string(origin_writer)).empty()); // the chain ends there
+    // A record created on the origin, then one by that nonce, then a write W on the latter: a stale
+    // read of the first must not place W's anchor after it ("never").
+    std::string const creator = std::string(32, 'c'), w = std::string(32, 'e');
+    CHECK(chain_fate(w, baton::detail::writer_prefix(zeros), true, creator, origin_writer) == doubt_fate::unsure);
+}
+
+TEST_CASE("kv machine: a record whose writer list ends early cannot tell a write below it: unknown_outcome") {
+    counting_retry retry;
+    std::mt19937_64 rng(7);
+    baton::detail::kv_expect e;
+    e.which = baton::detail::kv_expect::kind::version;
+    e.version = 1;
+    baton::detail::kv_seen known{"s1", 1, true, 0, std::string(32, 'a'), ""};
+    kv_machine m(baton::detail::kv_op::put, "mine", e, known, retry, rng);
+    step s = m.start();
+    REQUIRE(s.what == kind::write); // version 2 on s1
+    s = m.on_put(errc::timeout, put_result{});
+    REQUIRE(s.what == kind::read);
+    // Version 3 by a writer whose own predecessor had a nonce too short to list: its list is empty.
+    baton::detail::kv_body b;
+    b.version = 3;
+    b.nonce = std::string(32, 'b');
+    b.value = "other";
+    s = m.on_get({}, found("s3", baton::detail::encode_kv(b)));
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::unknown_outcome); // not "version(1) failed": version 2 may be ours
+}

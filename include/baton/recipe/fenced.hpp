@@ -146,7 +146,9 @@ public:
     static constexpr std::size_t max_cached_keys = 4096;
 
     /// Writes and reads through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
-    /// come from `random_seed` when given (reproducible simulations), else from kernel randomness.
+    /// come from `random_seed` when given (reproducible simulations: a handle replays under its
+    /// seed when no other handle of its process was given that seed first), else from kernel
+    /// randomness.
     /// `observer` is told of every write call.
     basic_fenced(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})

@@ -198,7 +198,9 @@ public:
     static constexpr unsigned max_contention_rounds = detail::kv_write_machine<RetryPolicy, std::mt19937_64>::max_contention_rounds;
 
     /// Reads and writes through `backend`; retries per `retry`; waits on `clock`. Nonces and jitter
-    /// come from `random_seed` when given (reproducible simulations), else from kernel randomness.
+    /// come from `random_seed` when given (reproducible simulations: a handle replays under its
+    /// seed when no other handle of its process was given that seed first), else from kernel
+    /// randomness.
     /// `observer` is told of every write call (put, erase, update).
     basic_kv(executor_type ex, Backend backend, RetryPolicy retry = {}, Clock clock = {},
              std::optional<std::uint64_t> random_seed = std::nullopt, Observer observer = {})

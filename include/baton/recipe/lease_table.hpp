@@ -1175,6 +1175,7 @@ public:
                     w.released = b.released;
                     w.term = b.token;
                     w.ttl = b.ttl;
+                    view.declared_ttl[name] = b.ttl;
                     w.instance = b.owner;
                     w.value = b.value;
                     w.body_version = r.found->version;
@@ -1288,8 +1289,9 @@ public:
                         next.owner = to->first;
                         next.term = to->second;
                         next.token = now->token + 1;
-                        auto const w = v.declared_ttl.find(to->first);
-                        next.owner_ttl_ms = w == v.declared_ttl.end() ? 0 : static_cast<std::uint64_t>(w->second.count());
+                        // The TTL its record declares (read with the term the handoff names).
+                        auto const w = v.workers.find(to->first);
+                        next.owner_ttl_ms = w == v.workers.end() ? 0 : static_cast<std::uint64_t>(w->second.ttl.count());
                     } else {
                         next.owner.clear();
                         next.term = 0;
@@ -1309,11 +1311,18 @@ public:
             std::string const me = opts.worker;
             std::uint64_t const t = term;
             auto const ttl = static_cast<std::uint64_t>(opts.ttl.count());
+            // The owner and term the view judged: a record read during the claim that names another
+            // is refused and left to the next scan, which counts absences of that owner only from
+            // then on (one seen before says nothing of a term it began since).
+            std::string const judged_owner = it->second.body.owner;
+            std::uint64_t const judged_term = it->second.body.term;
             detail::table_view const& v = view;
-            detail::shard_change_fn change =
-                [&v, me, t, ttl](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+            detail::shard_change_fn change = [&v, me, t, ttl, judged_owner, judged_term](
+                                                 std::optional<detail::shard_body> const& now, detail::shard_body& next) {
                     if (!now) return detail::shard_change::refuse(errc::not_found);
                     if (now->owned_by(me, t)) return detail::shard_change::keep(); // ours (an earlier attempt landed)
+                    if (!now->owner.empty() && (now->owner != judged_owner || now->term != judged_term))
+                        return detail::shard_change::refuse(errc::precondition_failed);
                     if (!v.claimable(*now)) return detail::shard_change::refuse(errc::precondition_failed);
                     next.owner = me;
                     next.term = t;

@@ -265,7 +265,7 @@ private:
     struct state {
         state(ObjectStore o, LockStore l, commit_protocol_params p, std::uint64_t seed)
             : objects(std::move(o)), locks(std::move(l)), params(std::move(p)),
-              rng(detail::seeded_generator(seed ? std::optional(detail::commit_handle_seed(seed)) : std::nullopt)) {}
+              rng(detail::seeded_generator(seed ? std::optional(seed) : std::nullopt)) {}
 
         ObjectStore objects;
         LockStore locks;

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -45,13 +46,33 @@ inline std::string kernel_random_hex(std::size_t bytes) {
     return to_hex(buf.data(), bytes);
 }
 
-/** A generator for nonces and names: seeded with `seed` when given (reproducible simulations),
-    else with 256 bits of kernel randomness. One 32-bit `std::random_device` draw would give
-    only 2^32 sequences: a fleet of a few tens of thousands of processes would likely have two
-    that draw the same nonces.
+/** The seed a new generator given the explicit seed `seed` starts from: `seed` itself for the
+    first one of this process, a different one for each after it. Two handles drawing the same
+    nonces could settle a write in doubt by the other's write, or write each other's names.
+    Explicit seeds are for simulations: two processes given one seed still draw the same.
+*/
+inline std::uint64_t distinct_seed(std::uint64_t seed) {
+    static std::mutex mutex;
+    static std::map<std::uint64_t, std::uint64_t> given; // generators seeded per seed
+    std::uint64_t n;
+    {
+        std::lock_guard lock(mutex);
+        n = given[seed]++;
+    }
+    if (n == 0) return seed;
+    std::uint64_t z = seed + n * 0x9e3779b97f4a7c15ull; // splitmix64 of (seed, n)
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/** A generator for nonces and names: seeded from `seed` when given (reproducible simulations;
+    see `distinct_seed`), else with 256 bits of kernel randomness. One 32-bit
+    `std::random_device` draw would give only 2^32 sequences: a fleet of a few tens of thousands
+    of processes would likely have two that draw the same nonces.
 */
 inline std::mt19937_64 seeded_generator(std::optional<std::uint64_t> seed) {
-    if (seed) return std::mt19937_64(*seed);
+    if (seed) return std::mt19937_64(distinct_seed(*seed));
     std::random_device rd;
     std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
     return std::mt19937_64(seq);

@@ -334,7 +334,10 @@ private:
             std::uint64_t const below = at - a.version;
             if (below == 0 && a.nonce == found->nonce) landed = a;
             else if (below > 0 && below <= recent_writers_kept) {
-                if (recent_at(found->recent, below - 1) == std::string_view(a.nonce).substr(0, writer_prefix_digits)) landed = a;
+                // A list shorter than that ends at a writer that named none (a foreign nonce): it cannot tell.
+                std::string_view const entry = recent_at(found->recent, below - 1);
+                if (entry.empty()) lost_track_ = true;
+                else if (entry == writer_prefix(a.nonce)) landed = a;
             } else if (below > recent_writers_kept) {
                 lost_track_ = true;
             }

@@ -334,6 +334,12 @@ private:
         shard_body next = current ? *current : shard_body{};
         shard_change const c = change_(current, next);
         seen_ = std::move(now);
+        if (c.what != shard_change::kind::write && !doubts_.empty()) {
+            // A change of this call may still land on this very record: settle it before answering.
+            diag_.clear();
+            diag_.message = "a change of this call may still land on the record it was made on";
+            return backoff(errc::unknown_outcome, /*always_read=*/true);
+        }
         if (c.what == shard_change::kind::keep) return finish({});
         if (c.what == shard_change::kind::refuse) return finish(c.ec);
         next.nonce = make_nonce(this->rng_);

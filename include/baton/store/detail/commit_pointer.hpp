@@ -23,8 +23,6 @@
 #include <openssl/evp.h>
 
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,27 +74,6 @@ inline std::string commit_base_tag(std::optional<std::string_view> version) {
     unsigned char b[8];
     for (int i = 7; i >= 0; --i, h >>= 8) b[i] = static_cast<unsigned char>(h & 0xff);
     return commit_hex(b, 8);
-}
-
-/** The seed a new handle built with the explicit seed `seed` draws its object names from: `seed`
-    itself for the first such handle of this process, a different one for each after it. Two
-    handles drawing the same names would let one's object replace the other's committed one (the
-    object PUT has no precondition), or its refusal delete it. Explicit seeds are for
-    simulations: two processes given one seed still draw the same names.
-*/
-inline std::uint64_t commit_handle_seed(std::uint64_t seed) {
-    static std::mutex mutex;
-    static std::map<std::uint64_t, std::uint64_t> built; // handles built per seed
-    std::uint64_t n;
-    {
-        std::lock_guard lock(mutex);
-        n = built[seed]++;
-    }
-    if (n == 0) return seed;
-    std::uint64_t z = seed + n * 0x9e3779b97f4a7c15ull; // splitmix64 of (seed, n)
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 inline std::string commit_object_name(std::string_view object_prefix, std::string_view key, std::string_view base_tag,

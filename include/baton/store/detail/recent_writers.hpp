@@ -29,9 +29,11 @@ inline constexpr std::size_t writer_prefix_digits = 16;
 // Stands for "no record": the predecessor of the write that created the key.
 inline constexpr std::string_view origin_writer = "0000000000000000";
 
-// The prefix of `nonce` that recent lists keep; empty when the nonce is too short to stand in one.
+// The prefix of `nonce` that recent lists keep; empty when the nonce is too short to stand in one,
+// or would read as the origin marker.
 inline std::string_view writer_prefix(std::string_view nonce) {
-    return nonce.size() < writer_prefix_digits ? std::string_view() : nonce.substr(0, writer_prefix_digits);
+    if (nonce.size() < writer_prefix_digits || nonce.substr(0, writer_prefix_digits) == origin_writer) return {};
+    return nonce.substr(0, writer_prefix_digits);
 }
 
 // True when `list` is a valid recent list: 1 to recent_writers_kept comma-separated entries of

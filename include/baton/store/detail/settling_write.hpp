@@ -140,13 +140,18 @@ protected:
     }
 
     // One more round lost to another writer (or refused): past max_contention_rounds the call fails
-    // with precondition_failed and `exhausted()` as its message; the first two rounds go on at once
-    // (nothing returned); later ones read again after a jittered, doubling pause (at most 1 s).
+    // with precondition_failed and `exhausted()` as its message, once no write of it can land (one
+    // in doubt is settled by a last read first: the refusal may be its own write's doing); the
+    // first two rounds go on at once (nothing returned); later ones read again after a jittered,
+    // doubling pause (at most 1 s).
     template <class Message>
     std::optional<write_step> contention_round(Message exhausted) {
         if (++rounds_ > max_contention_rounds) {
             diag_.message = exhausted();
-            return self().finish(errc::precondition_failed);
+            if (doubts_.empty()) return self().finish(errc::precondition_failed);
+            stopping_ = true;
+            stop_reason_ = errc::precondition_failed;
+            return read();
         }
         if (rounds_ <= 2) return std::nullopt;
         std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
