@@ -137,10 +137,10 @@ class table_sim {
     };
 
 public:
-    // `unknown_as_failure`: the works take a checkpoint with an unknown outcome for a failure
-    // (only to prove that the checker catches it).
-    explicit table_sim(std::uint64_t seed, bool unknown_as_failure = false)
-        : seed_(seed), sched_(seed), guesses_(unknown_as_failure) {}
+    // Broken works, only to prove that the checker catches them: `unknown_as_failure` takes a
+    // checkpoint with an unknown outcome for a failure; `ignores_loss` goes on after its loss.
+    enum class variant { sound, unknown_as_failure, ignores_loss };
+    explicit table_sim(std::uint64_t seed, variant v = variant::sound) : seed_(seed), sched_(seed), variant_(v) {}
 
     table_outcome run() {
         auto log = std::make_shared<test_common::applied_log>();
@@ -278,7 +278,10 @@ private:
                                             baton::backend_signer{}, w.clock);
         auto& run = runs_[name];
         run.ended = run.leaving = false;
-        w.table->async_run(test_common::numbered_records_work<table_t>(records_, name, w.clock, 2s, guesses_),
+        auto work = variant_ == variant::ignores_loss
+                        ? test_common::loss_ignoring_work<table_t>(records_, name, w.clock, 2s)
+                        : test_common::numbered_records_work<table_t>(records_, name, w.clock, 2s, variant_ == variant::unknown_as_failure);
+        w.table->async_run(std::move(work),
                            [this, name, serial = ++run.serial](error_code ec) {
                                auto& r = runs_[name];
                                if (r.serial != serial) return; // a crashed run's late completion
@@ -511,7 +514,7 @@ private:
 
     std::uint64_t seed_;
     sim::scheduler sched_;
-    bool guesses_ = false;
+    variant variant_ = variant::sound;
     net_t* net_ = nullptr;
     baton::memory_backend* memory_ = nullptr;
     std::shared_ptr<test_common::applied_log> log_; // what the store applied; an empty body marks a deletion
@@ -544,8 +547,19 @@ TEST_CASE("lease table: one work per shard at a time, checkpoints never go back,
 
 TEST_CASE("the table checker bites: a checkpoint with an unknown outcome taken for a failure is caught") {
     std::uint64_t const runs = 4;
-    auto const f = test_common::count_flagged(runs, "(t6)", [](std::uint64_t s) { return table_sim<net_t>(s, true).run(); });
+    auto const f = test_common::count_flagged(runs, "(t6)", [](std::uint64_t s) {
+        return table_sim<net_t>(s, table_sim<net_t>::variant::unknown_as_failure).run();
+    });
     MESSAGE("unknown checkpoints taken for failures: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
+    CHECK(f.caught > 0);
+}
+
+TEST_CASE("the table checker bites: a work that goes on after its loss is caught acting beside the next") {
+    std::uint64_t const runs = 2;
+    auto const f = test_common::count_flagged(runs, "(t1", [](std::uint64_t s) {
+        return table_sim<net_t>(s, table_sim<net_t>::variant::ignores_loss).run();
+    });
+    MESSAGE("works ignoring their loss: " << f.caught << " of " << runs << " runs flagged; e.g. " << f.example);
     CHECK(f.caught > 0);
 }
 

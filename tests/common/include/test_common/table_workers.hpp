@@ -148,6 +148,35 @@ typename Table::work_type numbered_records_work(std::shared_ptr<table_log> log, 
     };
 }
 
+// A broken work, only for checks that must catch it: it does not honour its loss. It processes a
+// record every `step` whatever its budget, swallows the cancellation and refused checkpoints of
+// a loss, and ends three records after it (a graceful stop it still honours).
+template <class Table>
+typename Table::work_type loss_ignoring_work(std::shared_ptr<table_log> log, std::string worker,
+                                             baton::sim::manual_clock clock, std::chrono::nanoseconds step) {
+    return [log, worker, clock, step](typename Table::shard_type s) -> boost::asio::awaitable<void> {
+        namespace asio = boost::asio;
+        using timer_t = asio::basic_waitable_timer<baton::sim::virtual_clock, asio::wait_traits<baton::sim::virtual_clock>,
+                                                   asio::any_io_executor>;
+        auto now = [] { return baton::sim::virtual_clock::now().time_since_epoch().count(); };
+        std::uint64_t n = s.grant().checkpoint ? std::stoull(*s.grant().checkpoint) : 0;
+        log->add({table_event::kind::start, now(), worker, s.shard(), s.token(), n});
+        timer_t t(co_await asio::this_coro::executor);
+        for (int after_loss = 0; after_loss < 3;) {
+            if (s.stop_requested() && !s.lost()) break;
+            t.expires_at(clock.timer_expiry(step));
+            auto [wec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (wec) co_await asio::this_coro::reset_cancellation_state();
+            if (s.lost()) ++after_loss;
+            ++n;
+            log->add({table_event::kind::record, now(), worker, s.shard(), s.token(), n});
+            auto [ec] = co_await s.async_checkpoint(std::to_string(n), asio::as_tuple(asio::use_awaitable));
+            if (!ec) log->add({table_event::kind::checkpoint_ack, now(), worker, s.shard(), s.token(), n});
+        }
+        log->add({table_event::kind::end, now(), worker, s.shard(), s.token(), n});
+    };
+}
+
 } // namespace test_common
 
 #endif
