@@ -490,8 +490,8 @@ public:
     template <class Token>
     auto async_put(std::string key, std::string body, precondition pc, Token&& token) {
         return asio::async_initiate<Token, void(error_code, baton::put_result)>(
-            [this](auto h, std::string k, std::string b, precondition p) {
-                commit_t::async_put(std::move(k), std::move(b), std::move(p), [h = std::move(h)](error_code ec, baton::put_result r) mutable {
+            [self = this](auto h, std::string k, std::string b, precondition p) {
+                self->commit_t::async_put(std::move(k), std::move(b), std::move(p), [h = std::move(h)](error_code ec, baton::put_result r) mutable {
                     if (baton::outcome_unknown(ec)) ec = errc::precondition_failed;
                     std::move(h)(ec, std::move(r));
                 });

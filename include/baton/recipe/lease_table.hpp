@@ -1231,14 +1231,25 @@ public:
             // The session keeps its own copy of the work function: a lambda coroutine's captures
             // live in the closure, which must outlive the coroutine (the frame holds the session).
             sess->work = work;
-            boost::asio::co_spawn(ex, sess->work(shard_type(sess)),
-                                  boost::asio::bind_cancellation_slot(sess->cancel.slot(), [weak, sess](std::exception_ptr) {
-                                      // An exception from the work ends its shard like a return (the
-                                      // cancellation at a loss arrives as one).
-                                      sess->ended = true;
-                                      if (auto self = weak.lock()) self->poke();
-                                  }));
+            boost::asio::co_spawn(ex, sess->work(shard_type(sess)), work_done{weak, sess});
         }
+
+        // The completion of a shard's work. An exception from the work ends its shard like a
+        // return (the cancellation at a loss arrives as one). It names the session's cancellation
+        // slot itself rather than through bind_cancellation_slot: a handler without an executor of
+        // its own has co_spawn pass a cancellation on at once, where one with an executor has it
+        // dispatched to the work's executor, and (Asio of Boost 1.81) that dispatched emit could
+        // run after the work's completion had freed what it points to.
+        struct work_done {
+            std::weak_ptr<impl> table;
+            std::shared_ptr<session> sess;
+            using cancellation_slot_type = boost::asio::cancellation_slot;
+            cancellation_slot_type get_cancellation_slot() const noexcept { return sess->cancel.slot(); }
+            void operator()(std::exception_ptr) {
+                sess->ended = true;
+                if (auto self = table.lock()) self->poke();
+            }
+        };
 
         // Works that ended: their shards are handed over (or left free) by a write; a stop is
         // never undone, so that no handoff of ours can land under a resumed work.

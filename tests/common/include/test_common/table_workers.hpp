@@ -57,6 +57,10 @@ struct table_log {
             std::uint64_t acked = 0;
             std::set<std::uint64_t> processed;
             std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> next_of;
+            // When each work processed each record (its checkpoint was sent right after), and the
+            // last deletion of the shard's record: a checkpoint sent before it went with it.
+            std::map<std::tuple<std::string, std::uint64_t, std::uint64_t>, std::int64_t> processed_at;
+            std::int64_t erased_at = -1;
             for (auto const* e : evs) {
                 std::pair<std::string, std::uint64_t> const work{e->worker, e->token};
                 switch (e->what) {
@@ -83,14 +87,18 @@ struct table_log {
                     if (next_of.count(work) && next_of[work] != e->n)
                         out.push_back("shard " + shard + ": " + e->worker + " skipped to record " + std::to_string(e->n));
                     next_of[work] = e->n + 1;
+                    processed_at[{e->worker, e->token, e->n}] = e->at;
                     if (exactly_once && !processed.insert(e->n).second)
                         out.push_back("shard " + shard + ": record " + std::to_string(e->n) + " processed twice");
                     break;
-                case table_event::kind::checkpoint_ack:
-                    acked = std::max(acked, e->n);
+                case table_event::kind::checkpoint_ack: {
+                    auto const sent = processed_at.find({e->worker, e->token, e->n});
+                    if (sent == processed_at.end() || sent->second > erased_at) acked = std::max(acked, e->n);
                     break;
+                }
                 case table_event::kind::erased:
                     acked = 0;
+                    erased_at = e->at;
                     break;
                 case table_event::kind::checkpoint_failed:
                 case table_event::kind::end:
