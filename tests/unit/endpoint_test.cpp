@@ -18,6 +18,11 @@
 #include <string_view>
 #include <vector>
 
+// The AWS backends model the record store (checked here, not in their headers: a check there made
+// every unit that includes them compile their request code).
+static_assert(baton::record_store<baton::s3_backend>);
+static_assert(baton::record_store<baton::dynamodb_backend>);
+
 namespace {
 
 using baton::errc;

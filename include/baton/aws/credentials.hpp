@@ -162,7 +162,7 @@ struct provider_access {
     }
 };
 
-inline http::client metadata_client(boost::asio::any_io_executor const& strand, provider_options const& o) {
+BATON_LAZY http::client metadata_client(boost::asio::any_io_executor const& strand, provider_options const& o) {
     http::client_options co;
     co.connect_timeout = std::max(o.metadata_timeout, o.container_timeout);
     co.attempt_timeout = co.connect_timeout;
@@ -171,7 +171,7 @@ inline http::client metadata_client(boost::asio::any_io_executor const& strand, 
     return http::client(strand, std::move(co));
 }
 
-inline http::client sts_client(boost::asio::any_io_executor const& strand, provider_options const& o) {
+BATON_LAZY http::client sts_client(boost::asio::any_io_executor const& strand, provider_options const& o) {
     http::client_options co = o.sts_http;
     co.max_response_body_bytes = std::min<std::uint64_t>(co.max_response_body_bytes, o.max_response_bytes);
     return http::client(strand, std::move(co));
@@ -183,7 +183,7 @@ inline http::client sts_client(boost::asio::any_io_executor const& strand, provi
 
     @throws config_error when the key id or the secret is empty or contains white space.
 */
-inline credentials_provider static_credentials(boost::asio::any_io_executor ex, credentials creds,
+BATON_LAZY credentials_provider static_credentials(boost::asio::any_io_executor ex, credentials creds,
                                                provider_options opts = {}) {
     if (auto p = detail::credentials_problem(creds)) throw config_error("static_credentials: " + *p);
     return detail::provider_access::make(
@@ -197,7 +197,7 @@ inline credentials_provider static_credentials(boost::asio::any_io_executor ex, 
     `AWS_CREDENTIAL_EXPIRATION` passes).
     @throws config_error when `opts` breaks a rule.
 */
-inline credentials_provider environment_credentials(boost::asio::any_io_executor ex,
+BATON_LAZY credentials_provider environment_credentials(boost::asio::any_io_executor ex,
                                                     env_lookup env = process_environment(),
                                                     provider_options opts = {}) {
     return detail::provider_access::make(std::move(ex), "environment", std::move(opts),
@@ -215,7 +215,7 @@ inline credentials_provider environment_credentials(boost::asio::any_io_executor
     unsupported, with a command that exports their credentials instead.
     @throws config_error when `opts` breaks a rule.
 */
-inline credentials_provider profile_credentials(boost::asio::any_io_executor ex, std::string profile_name = {},
+BATON_LAZY credentials_provider profile_credentials(boost::asio::any_io_executor ex, std::string profile_name = {},
                                                 env_lookup env = process_environment(), provider_options opts = {}) {
     std::string const label =
         "profile '" + detail::printable(profile_name.empty() ? choose_profile(env).name : profile_name) + "'";
@@ -237,7 +237,7 @@ inline credentials_provider profile_credentials(boost::asio::any_io_executor ex,
     to the global `https://sts.amazonaws.com/`.
     @throws config_error when `opts` breaks a rule.
 */
-inline credentials_provider web_identity_credentials(boost::asio::any_io_executor ex,
+BATON_LAZY credentials_provider web_identity_credentials(boost::asio::any_io_executor ex,
                                                      env_lookup env = process_environment(),
                                                      provider_options opts = {}) {
     return detail::provider_access::make(std::move(ex), "web identity", std::move(opts),
@@ -258,7 +258,7 @@ inline credentials_provider web_identity_credentials(boost::asio::any_io_executo
     `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
     @throws config_error when `opts` breaks a rule.
 */
-inline credentials_provider container_credentials(boost::asio::any_io_executor ex,
+BATON_LAZY credentials_provider container_credentials(boost::asio::any_io_executor ex,
                                                   env_lookup env = process_environment(),
                                                   provider_options opts = {}) {
     return detail::provider_access::make(std::move(ex), "container", std::move(opts),
@@ -280,7 +280,7 @@ inline credentials_provider container_credentials(boost::asio::any_io_executor e
     `provider_options::metadata_timeout` (1 s).
     @throws config_error when `opts` breaks a rule.
 */
-inline credentials_provider instance_credentials(boost::asio::any_io_executor ex,
+BATON_LAZY credentials_provider instance_credentials(boost::asio::any_io_executor ex,
                                                  env_lookup env = process_environment(),
                                                  provider_options opts = {}) {
     return detail::provider_access::make(std::move(ex), "instance metadata", std::move(opts),
@@ -303,7 +303,7 @@ inline credentials_provider instance_credentials(boost::asio::any_io_executor ex
     http://169.254.169.254:80 timed out ...)`.
     @throws config_error when `opts` breaks a rule.
 */
-inline credentials_provider default_chain(boost::asio::any_io_executor ex, env_lookup env = process_environment(),
+BATON_LAZY credentials_provider default_chain(boost::asio::any_io_executor ex, env_lookup env = process_environment(),
                                           provider_options opts = {}) {
     return detail::provider_access::make(
         std::move(ex), "default chain", std::move(opts),

@@ -56,14 +56,19 @@ using expired_token_test = bool (*)(http::response const&);
 /** Where and as whom an AWS backend sends: a cheap handle, copies share the
     HTTP client and the credentials provider; each copy has its own signer.
 
+    A class template only so that its code, which instantiates the HTTP
+    client's request path, is compiled in the units that send, not in every
+    unit that includes an AWS backend; `signed_channel` names it.
+
     Thread safety: as `http::client` and `credentials_provider` (a handle may
     be used from one strand at a time; distinct handles freely).
 */
-class signed_channel {
+template <class = void>
+class basic_signed_channel {
 public:
     /// Signs with the SigV4 signer (its own key cache).
-    signed_channel(http::client client, http::endpoint ep, signing_params signing, credentials static_credentials,
-                   std::optional<credentials_provider> provider, expired_token_test expired)
+    basic_signed_channel(http::client client, http::endpoint ep, signing_params signing, credentials static_credentials,
+                         std::optional<credentials_provider> provider, expired_token_test expired)
         : client_(std::move(client)), st_(std::make_shared<shared>(shared{std::move(ep), std::move(signing),
                                                                            std::move(static_credentials),
                                                                            std::move(provider), expired})),
@@ -126,7 +131,7 @@ private:
     // instantiated its own start of a request (async_initiate, the handler's type erasure), its
     // own credentials wait and its own copy of these functions: ~0.36 s of clang -O0 each.
     struct send_core : std::enable_shared_from_this<send_core> {
-        send_core(signed_channel const& ch, http::request r, boost::asio::cancellation_slot s)
+        send_core(basic_signed_channel const& ch, http::request r, boost::asio::cancellation_slot s)
             : client(ch.client_), st(ch.st_), signer(ch.signer_), req(std::move(r)), slot(s) {}
         virtual ~send_core() = default;
         send_core(send_core const&) = delete;
@@ -210,7 +215,7 @@ private:
 
     template <class F>
     struct send_op final : send_core {
-        send_op(signed_channel const& ch, http::request r, boost::asio::cancellation_slot s, F fn)
+        send_op(basic_signed_channel const& ch, http::request r, boost::asio::cancellation_slot s, F fn)
             : send_core(ch, std::move(r), s), f(std::move(fn)) {}
         F f;
         void deliver(signed_reply r) override { f(std::move(r)); }
@@ -220,6 +225,9 @@ private:
     std::shared_ptr<shared> st_; // a provider handle's members are not const
     std::shared_ptr<signer_fn const> signer_;
 };
+
+/// The signed-request path of every AWS backend.
+using signed_channel = basic_signed_channel<>;
 
 } // namespace baton::aws
 

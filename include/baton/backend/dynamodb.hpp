@@ -106,7 +106,8 @@ namespace baton {
     and complete with `operation_aborted`. A write that was already sent
     may have been applied.
 */
-class dynamodb_backend {
+template <class = void>
+class basic_dynamodb_backend {
 public:
     /// Completions run here unless the handler has an executor of its own.
     using executor_type = boost::asio::any_io_executor;
@@ -115,16 +116,16 @@ public:
 
         @throws config_error when `p` breaks a rule of `dynamodb_backend_params`.
     */
-    dynamodb_backend(executor_type ex, dynamodb_backend_params p)
-        : dynamodb_backend(http::client(ex, (p.validate(), p.http)), std::move(p), 0) {}
+    basic_dynamodb_backend(executor_type ex, dynamodb_backend_params p)
+        : basic_dynamodb_backend(http::client(ex, (p.validate(), p.http)), std::move(p), 0) {}
 
     /** A backend that shares `client` (and its pools) with other stores; completions run on its executor.
 
         `p.http` is ignored: the client's options are in force.
         @throws config_error when `p` breaks a rule of `dynamodb_backend_params`.
     */
-    dynamodb_backend(http::client client, dynamodb_backend_params p)
-        : dynamodb_backend(std::move(client), (p.validate(), std::move(p)), 0) {}
+    basic_dynamodb_backend(http::client client, dynamodb_backend_params p)
+        : basic_dynamodb_backend(std::move(client), (p.validate(), std::move(p)), 0) {}
 
     /// The default completion executor.
     executor_type get_executor() const noexcept { return ex_; }
@@ -146,14 +147,72 @@ public:
         channel_.use_signer(std::move(s));
     }
 
+private:
+    // Each operation's initiation is named, not a lambda, so that the functions below declare
+    // their return type: checking a concept of them (record_store) then compiles no request code.
+    struct initiate_get {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self, std::string k) const {
+            self.start_get(get_handler(std::move(h)), std::move(k));
+        }
+    };
+    struct initiate_put {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self, std::string k, std::string b, precondition c) const {
+            self.start_put(put_handler(std::move(h)), std::move(k), std::move(b), std::move(c));
+        }
+    };
+    struct initiate_put_fenced {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self, std::string k, std::string b, std::uint64_t t,
+                        std::optional<std::string> v) const {
+            self.start_put(put_handler(std::move(h)), std::move(k), std::move(b), precondition::absent(),
+                           fenced_condition{t, std::move(v)});
+        }
+    };
+    struct initiate_erase {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self, std::string k, precondition c) const {
+            self.start_erase(erase_handler(std::move(h)), std::move(k), std::move(c));
+        }
+    };
+    struct initiate_list {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self, std::string p, std::string a, std::size_t l) const {
+            self.start_list(list_handler(std::move(h)), std::move(p), std::move(a), l);
+        }
+    };
+    struct initiate_probe {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self) const {
+            self.start_probe(probe_handler(std::move(h)));
+        }
+    };
+    struct initiate_create_table {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self) const {
+            self.start_table(table_handler(std::move(h)), true);
+        }
+    };
+    struct initiate_check_table {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self) const {
+            self.start_table(table_handler(std::move(h)), false);
+        }
+    };
+    struct initiate_call {
+        template <class Handler>
+        void operator()(Handler h, basic_dynamodb_backend self, std::string op, std::string b) const {
+            self.start_call(call_handler(std::move(h)), std::move(op), std::move(b));
+        }
+    };
+
+public:
     /// Reads `key` (consistent). Completion: `void(error_code, get_result)`.
     template <class Token = boost::asio::deferred_t>
-    auto async_get(std::string key, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, get_result)>(
-            [](auto handler, dynamodb_backend self, std::string k) {
-                self.start_get(get_handler(std::move(handler)), std::move(k));
-            },
-            token, *this, std::move(key));
+    auto async_get(std::string key, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, get_result)>(initiate_get{}, token, *this, std::move(key))) {
+        return boost::asio::async_initiate<Token, void(error_code, get_result)>(initiate_get{}, token, *this, std::move(key));
     }
 
     /** Writes `key` if `pc` holds, with a fresh version. Completion: `void(error_code, put_result)`.
@@ -163,12 +222,9 @@ public:
         when the key is absent.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, put_result)>(
-            [](auto handler, dynamodb_backend self, std::string k, std::string b, precondition c) {
-                self.start_put(put_handler(std::move(handler)), std::move(k), std::move(b), std::move(c));
-            },
-            token, *this, std::move(key), std::move(body), std::move(pc));
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, put_result)>(initiate_put{}, token, *this, std::move(key), std::move(body), std::move(pc))) {
+        return boost::asio::async_initiate<Token, void(error_code, put_result)>(initiate_put{}, token, *this, std::move(key), std::move(body), std::move(pc));
     }
 
     /** The fenced-write hook (`basic_fenced` uses it when present): writes `key` in one
@@ -179,23 +235,16 @@ public:
     */
     template <class Token = boost::asio::deferred_t>
     auto async_put_fenced(std::string key, std::string body, std::uint64_t token, std::optional<std::string> known_version,
-                          Token&& tok = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, put_result)>(
-            [](auto handler, dynamodb_backend self, std::string k, std::string b, std::uint64_t t, std::optional<std::string> v) {
-                self.start_put(put_handler(std::move(handler)), std::move(k), std::move(b), precondition::absent(),
-                               fenced_condition{t, std::move(v)});
-            },
-            tok, *this, std::move(key), std::move(body), token, std::move(known_version));
+                          Token&& tok = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, put_result)>(initiate_put_fenced{}, tok, *this, std::move(key), std::move(body), token, std::move(known_version))) {
+        return boost::asio::async_initiate<Token, void(error_code, put_result)>(initiate_put_fenced{}, tok, *this, std::move(key), std::move(body), token, std::move(known_version));
     }
 
     /// Deletes `key` if `pc` holds. Completion: `void(error_code, erase_result)`.
     template <class Token = boost::asio::deferred_t>
-    auto async_erase(std::string key, precondition pc, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, erase_result)>(
-            [](auto handler, dynamodb_backend self, std::string k, precondition c) {
-                self.start_erase(erase_handler(std::move(handler)), std::move(k), std::move(c));
-            },
-            token, *this, std::move(key), std::move(pc));
+    auto async_erase(std::string key, precondition pc, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, erase_result)>(initiate_erase{}, token, *this, std::move(key), std::move(pc))) {
+        return boost::asio::async_initiate<Token, void(error_code, erase_result)>(initiate_erase{}, token, *this, std::move(key), std::move(pc));
     }
 
     /** Lists keys with `prefix` strictly after `after`, ascending. Completion: `void(error_code, list_page)`.
@@ -203,20 +252,16 @@ public:
         Scans the whole table on every call: see the file comment.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, list_page)>(
-            [](auto handler, dynamodb_backend self, std::string p, std::string a, std::size_t l) {
-                self.start_list(list_handler(std::move(handler)), std::move(p), std::move(a), l);
-            },
-            token, *this, std::move(prefix), std::move(after), limit);
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, list_page)>(initiate_list{}, token, *this, std::move(prefix), std::move(after), limit)) {
+        return boost::asio::async_initiate<Token, void(error_code, list_page)>(initiate_list{}, token, *this, std::move(prefix), std::move(after), limit);
     }
 
     /// Checks what the table honours on a scratch item. Completion: `void(error_code, capabilities)`.
     template <class Token = boost::asio::deferred_t>
-    auto async_probe(Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, capabilities)>(
-            [](auto handler, dynamodb_backend self) { self.start_probe(probe_handler(std::move(handler))); }, token,
-            *this);
+    auto async_probe(Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, capabilities)>(initiate_probe{}, token, *this)) {
+        return boost::asio::async_initiate<Token, void(error_code, capabilities)>(initiate_probe{}, token, *this);
     }
 
     /** Creates the table (on-demand billing, the backend's key schema) and waits until it is ACTIVE.
@@ -228,10 +273,9 @@ public:
         Completion: `void(error_code, dynamodb_table_info)`.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_create_table(Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(
-            [](auto handler, dynamodb_backend self) { self.start_table(table_handler(std::move(handler)), true); },
-            token, *this);
+    auto async_create_table(Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(initiate_create_table{}, token, *this)) {
+        return boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(initiate_create_table{}, token, *this);
     }
 
     /** Describes the table once and checks its key schema.
@@ -242,10 +286,9 @@ public:
         Completion: `void(error_code, dynamodb_table_info)`.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_check_table(Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(
-            [](auto handler, dynamodb_backend self) { self.start_table(table_handler(std::move(handler)), false); },
-            token, *this);
+    auto async_check_table(Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(initiate_check_table{}, token, *this)) {
+        return boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(initiate_check_table{}, token, *this);
     }
 
     /** Sends one signed request of any DynamoDB operation, e.g. `("DescribeTimeToLive", R"({"TableName":"t"})")`.
@@ -254,12 +297,9 @@ public:
         non-2xx statuses give the classified error, with the body kept.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_call(std::string operation, std::string json_body, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, dynamodb_response)>(
-            [](auto handler, dynamodb_backend self, std::string op, std::string b) {
-                self.start_call(call_handler(std::move(handler)), std::move(op), std::move(b));
-            },
-            token, *this, std::move(operation), std::move(json_body));
+    auto async_call(std::string operation, std::string json_body, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, dynamodb_response)>(initiate_call{}, token, *this, std::move(operation), std::move(json_body))) {
+        return boost::asio::async_initiate<Token, void(error_code, dynamodb_response)>(initiate_call{}, token, *this, std::move(operation), std::move(json_body));
     }
 
 private:
@@ -273,7 +313,7 @@ private:
     using result = detail::dynamodb_call_result;
 
     // `p` is taken by reference so that the public constructors validate it before it is moved from.
-    dynamodb_backend(http::client client, dynamodb_backend_params&& p, int)
+    basic_dynamodb_backend(http::client client, dynamodb_backend_params&& p, int)
         : ex_(client.get_executor()),
           st_(std::make_shared<detail::dynamodb_state>(std::move(p), std::move(client))), channel_(st_->channel) {}
 
@@ -482,6 +522,9 @@ private:
     std::shared_ptr<detail::dynamodb_state> st_;
     aws::signed_channel channel_;
 };
+/// The DynamoDB record store (`basic_dynamodb_backend<void>`; a class template only so that its
+/// request code compiles in the units that use it).
+using dynamodb_backend = basic_dynamodb_backend<>;
 
 } // namespace baton
 

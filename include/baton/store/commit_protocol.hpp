@@ -108,6 +108,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -162,6 +163,27 @@ struct collect_result {
 */
 template <record_store ObjectStore, record_store LockStore>
 class basic_commit_protocol {
+    // The operations, declared before the functions that name them in their return types: a
+    // declared return type lets a concept check of this store (record_store) compile none of them.
+    struct get_op;
+    struct put_op;
+    struct erase_op;
+    struct list_op;
+    struct probe_op;
+    struct copy_op;
+    struct collect_op;
+
+    // Starts a composed operation for the handler that async_initiate hands over. async_compose
+    // itself deduces its return type (Asio in C++20), which would compile the operation for the
+    // return type alone; async_initiate declares it.
+    template <class Sig>
+    struct compose_initiation {
+        template <class Handler, class Op, class Executor>
+        void operator()(Handler&& h, Op&& op, Executor const& ex) const {
+            boost::asio::async_compose<std::decay_t<Handler>, Sig>(std::forward<Op>(op), h, ex);
+        }
+    };
+
 public:
     /// Completions run here unless the handler has an executor of its own (the lock store's).
     using executor_type = typename LockStore::executor_type;
@@ -200,38 +222,44 @@ public:
 
     /// Reads the committed record of `key`. Completion: `void(error_code, get_result)`.
     template <class Token = boost::asio::deferred_t>
-    auto async_get(std::string key, Token&& token = {}) {
-        return boost::asio::async_compose<Token, void(error_code, get_result)>(get_op{st_, std::move(key)}, token,
-                                                                               get_executor());
+    auto async_get(std::string key, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, get_result)>(compose_initiation<void(error_code, get_result)>{}, token, std::declval<get_op>(),
+                                                        std::declval<executor_type>())) {
+        return boost::asio::async_initiate<Token, void(error_code, get_result)>(compose_initiation<void(error_code, get_result)>{}, token, get_op{st_, std::move(key)}, get_executor());
     }
 
     /// Writes `key` if `pc` holds; the version is the pointer's. Completion: `void(error_code, put_result)`.
     template <class Token = boost::asio::deferred_t>
-    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {}) {
-        return boost::asio::async_compose<Token, void(error_code, put_result)>(
-            put_op{st_, std::move(key), std::move(body), std::move(pc)}, token, get_executor());
+    auto async_put(std::string key, std::string body, precondition pc, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, put_result)>(compose_initiation<void(error_code, put_result)>{}, token, std::declval<put_op>(),
+                                                        std::declval<executor_type>())) {
+        return boost::asio::async_initiate<Token, void(error_code, put_result)>(compose_initiation<void(error_code, put_result)>{}, token, put_op{st_, std::move(key), std::move(body), std::move(pc)}, get_executor());
     }
 
     /// Erases `key` if `pc` holds (a tombstone pointer). Completion: `void(error_code, erase_result)`.
     template <class Token = boost::asio::deferred_t>
-    auto async_erase(std::string key, precondition pc, Token&& token = {}) {
-        return boost::asio::async_compose<Token, void(error_code, erase_result)>(erase_op{st_, std::move(key), std::move(pc)},
-                                                                                 token, get_executor());
+    auto async_erase(std::string key, precondition pc, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, erase_result)>(compose_initiation<void(error_code, erase_result)>{}, token, std::declval<erase_op>(),
+                                                        std::declval<executor_type>())) {
+        return boost::asio::async_initiate<Token, void(error_code, erase_result)>(compose_initiation<void(error_code, erase_result)>{}, token, erase_op{st_, std::move(key), std::move(pc)}, get_executor());
     }
 
     /// Lists the live keys with `prefix` strictly after `after`. Completion: `void(error_code, list_page)`.
     template <class Token = boost::asio::deferred_t>
-    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {}) {
-        return boost::asio::async_compose<Token, void(error_code, list_page)>(
-            list_op{st_, std::move(prefix), std::move(after), limit}, token, get_executor());
+    auto async_list(std::string prefix, std::string after, std::size_t limit, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, list_page)>(compose_initiation<void(error_code, list_page)>{}, token, std::declval<list_op>(),
+                                                        std::declval<executor_type>())) {
+        return boost::asio::async_initiate<Token, void(error_code, list_page)>(compose_initiation<void(error_code, list_page)>{}, token, list_op{st_, std::move(prefix), std::move(after), limit}, get_executor());
     }
 
     /** What the composition honours: the lock store's conditional writes (an erase is a
         conditional pointer write here), and an object round trip. Completion: `void(error_code, capabilities)`.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_probe(Token&& token = {}) {
-        return boost::asio::async_compose<Token, void(error_code, capabilities)>(probe_op{st_}, token, get_executor());
+    auto async_probe(Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, capabilities)>(compose_initiation<void(error_code, capabilities)>{}, token, std::declval<probe_op>(),
+                                                        std::declval<executor_type>())) {
+        return boost::asio::async_initiate<Token, void(error_code, capabilities)>(compose_initiation<void(error_code, capabilities)>{}, token, probe_op{st_}, get_executor());
     }
 
     /** Copies the committed record of `from` to `to` if `pc` holds for `to` (copy-if-absent with
@@ -240,9 +268,10 @@ public:
         read and written again. `errc::not_found` when `from` is absent. Completion: `void(error_code, put_result)`.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_copy(std::string from, std::string to, precondition pc, Token&& token = {}) {
-        return boost::asio::async_compose<Token, void(error_code, put_result)>(
-            copy_op{st_, std::move(from), std::move(to), std::move(pc)}, token, get_executor());
+    auto async_copy(std::string from, std::string to, precondition pc, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, put_result)>(compose_initiation<void(error_code, put_result)>{}, token, std::declval<copy_op>(),
+                                                        std::declval<executor_type>())) {
+        return boost::asio::async_initiate<Token, void(error_code, put_result)>(compose_initiation<void(error_code, put_result)>{}, token, copy_op{st_, std::move(from), std::move(to), std::move(pc)}, get_executor());
     }
 
     /** Deletes the commit objects under `prefix` (a key prefix) that no pointer can ever name
@@ -251,9 +280,10 @@ public:
         the lock store; one lock store per object prefix). Completion: `void(error_code, collect_result)`.
     */
     template <class Token = boost::asio::deferred_t>
-    auto async_collect(std::string prefix, Token&& token = {}) {
-        return boost::asio::async_compose<Token, void(error_code, collect_result)>(collect_op{st_, std::move(prefix)}, token,
-                                                                                   get_executor());
+    auto async_collect(std::string prefix, Token&& token = {})
+        -> decltype(boost::asio::async_initiate<Token, void(error_code, collect_result)>(compose_initiation<void(error_code, collect_result)>{}, token, std::declval<collect_op>(),
+                                                        std::declval<executor_type>())) {
+        return boost::asio::async_initiate<Token, void(error_code, collect_result)>(compose_initiation<void(error_code, collect_result)>{}, token, collect_op{st_, std::move(prefix)}, get_executor());
     }
 
 private:

@@ -34,9 +34,10 @@ inline bool container_host_allowed(http::endpoint const& ep) {
     return a == asio::ip::make_address("fd00:ec2::23");
 }
 
-class container_op : public std::enable_shared_from_this<container_op> {
+template <class V = void>
+class basic_container_op : public std::enable_shared_from_this<basic_container_op<V>> {
 public:
-    container_op(http::client client, provider_options const& opts, std::string label, source_callback done)
+    basic_container_op(http::client client, provider_options const& opts, std::string label, source_callback done)
         : client_(std::move(client)), opts_(opts), label_(std::move(label)), done_(std::move(done)) {}
 
     void start(url_target target, std::string auth_token) {
@@ -49,7 +50,7 @@ public:
         http::request_options ro;
         ro.attempt_timeout = opts_.container_timeout;
         client_.async_request(target_.ep, std::move(req), ro, info_,
-                              [self = shared_from_this()](error_code ec, http::response res) {
+                              [self = this->shared_from_this()](error_code ec, http::response res) {
                                   self->on_response(ec, std::move(res));
                               });
     }
@@ -100,10 +101,12 @@ private:
         std::move(done_)(found_outcome(label_, std::move(c)));
     }
 };
+using container_op = basic_container_op<>;
 
-class container_source final : public credentials_source {
+template <class = void>
+class basic_container_source final : public credentials_source {
 public:
-    container_source(env_lookup env, provider_options const& opts, http::client metadata)
+    basic_container_source(env_lookup env, provider_options const& opts, http::client metadata)
         : credentials_source("container"), env_(std::move(env)), opts_(opts), client_(std::move(metadata)) {}
 
     void fetch(source_callback done) override {
@@ -165,12 +168,14 @@ private:
     provider_options const& opts_;
     http::client client_;
 };
+using container_source = basic_container_source<>;
 
 // ---- EC2 instance metadata (IMDSv2, IMDSv1 fallback) -------------------------------------------
 
-class imds_op : public std::enable_shared_from_this<imds_op> {
+template <class V = void>
+class basic_imds_op : public std::enable_shared_from_this<basic_imds_op<V>> {
 public:
-    imds_op(http::client client, provider_options const& opts, std::string label, url_target base,
+    basic_imds_op(http::client client, provider_options const& opts, std::string label, url_target base,
             bool v1_allowed, source_callback done)
         : client_(std::move(client)), opts_(opts), label_(std::move(label)), base_(std::move(base)),
           v1_allowed_(v1_allowed), done_(std::move(done)) {}
@@ -178,7 +183,7 @@ public:
     void start() {
         http::request req{bhttp::verb::put, join_target(base_.target, "/latest/api/token"), 11};
         req.set("X-aws-ec2-metadata-token-ttl-seconds", std::to_string(opts_.imds_token_ttl_seconds));
-        send(std::move(req), [](imds_op& self, error_code ec, http::response res) { self.on_token(ec, std::move(res)); });
+        send(std::move(req), [](basic_imds_op& self, error_code ec, http::response res) { self.on_token(ec, std::move(res)); });
     }
 
 private:
@@ -200,7 +205,7 @@ private:
         http::request_options ro;
         ro.attempt_timeout = opts_.metadata_timeout;
         client_.async_request(base_.ep, std::move(req), ro, info_,
-                              [self = shared_from_this(), next](error_code ec, http::response res) {
+                              [self = this->shared_from_this(), next](error_code ec, http::response res) {
                                   next(*self, ec, std::move(res));
                               });
     }
@@ -254,7 +259,7 @@ private:
     void get_role() {
         http::request req{bhttp::verb::get, join_target(base_.target, "/latest/meta-data/iam/security-credentials/"),
                           11};
-        send(std::move(req), [](imds_op& self, error_code ec, http::response res) { self.on_role(ec, std::move(res)); });
+        send(std::move(req), [](basic_imds_op& self, error_code ec, http::response res) { self.on_role(ec, std::move(res)); });
     }
 
     std::string version() const { return token_ ? "IMDSv2" : "IMDSv1"; }
@@ -277,7 +282,7 @@ private:
                           join_target(base_.target, "/latest/meta-data/iam/security-credentials/" +
                                                         boost::urls::encode(role_, boost::urls::unreserved_chars)),
                           11};
-        send(std::move(req), [](imds_op& self, error_code ec, http::response res) { self.on_creds(ec, std::move(res)); });
+        send(std::move(req), [](basic_imds_op& self, error_code ec, http::response res) { self.on_creds(ec, std::move(res)); });
     }
 
     void on_creds(error_code ec, http::response res) {
@@ -293,10 +298,12 @@ private:
         std::move(done_)(found_outcome(label_, std::move(c)));
     }
 };
+using imds_op = basic_imds_op<>;
 
-class instance_metadata_source final : public credentials_source {
+template <class = void>
+class basic_instance_metadata_source final : public credentials_source {
 public:
-    instance_metadata_source(env_lookup env, provider_options const& opts, http::client metadata)
+    basic_instance_metadata_source(env_lookup env, provider_options const& opts, http::client metadata)
         : credentials_source("instance metadata"), env_(std::move(env)), opts_(opts), client_(std::move(metadata)) {}
 
     void fetch(source_callback done) override {
@@ -332,6 +339,7 @@ private:
     provider_options const& opts_;
     http::client client_;
 };
+using instance_metadata_source = basic_instance_metadata_source<>;
 
 } // namespace baton::aws::detail
 #endif

@@ -60,9 +60,10 @@ inline error_code sts_error_code(std::string_view code, unsigned status) {
     return errc::auth_failed; // InvalidIdentityToken, ExpiredTokenException, AccessDenied, IDPRejectedClaim, ...
 }
 
-class web_identity_op : public std::enable_shared_from_this<web_identity_op> {
+template <class V = void>
+class basic_web_identity_op : public std::enable_shared_from_this<basic_web_identity_op<V>> {
 public:
-    web_identity_op(http::client client, provider_options const& opts, env_lookup env, std::string label,
+    basic_web_identity_op(http::client client, provider_options const& opts, env_lookup env, std::string label,
                     web_identity_settings s, source_callback done)
         : client_(std::move(client)), opts_(opts), env_(std::move(env)), label_(std::move(label)),
           s_(std::move(s)), done_(std::move(done)) {}
@@ -104,7 +105,7 @@ public:
         req.body() = std::move(body);
         req.prepare_payload();
         client_.async_request(target_.ep, std::move(req), info_,
-                              [self = shared_from_this()](error_code ec, http::response res) {
+                              [self = this->shared_from_this()](error_code ec, http::response res) {
                                   self->on_response(ec, std::move(res));
                               });
     }
@@ -186,10 +187,12 @@ private:
         return {};
     }
 };
+using web_identity_op = basic_web_identity_op<>;
 
-class web_identity_source final : public credentials_source {
+template <class = void>
+class basic_web_identity_source final : public credentials_source {
 public:
-    web_identity_source(env_lookup env, provider_options const& opts, http::client sts)
+    basic_web_identity_source(env_lookup env, provider_options const& opts, http::client sts)
         : credentials_source("web identity"), env_(std::move(env)), opts_(opts), sts_(std::move(sts)) {}
 
     void fetch(source_callback done) override {
@@ -215,6 +218,7 @@ private:
     provider_options const& opts_;
     http::client sts_;
 };
+using web_identity_source = basic_web_identity_source<>;
 
 // ---- shared profile files ------------------------------------------------------------------
 
@@ -225,9 +229,10 @@ inline std::string expand_home(std::string path, env_lookup const& env) {
     return path;
 }
 
-class profile_source final : public credentials_source {
+template <class = void>
+class basic_profile_source final : public credentials_source {
 public:
-    profile_source(std::string fixed_profile, env_lookup env, provider_options const& opts, http::client sts)
+    basic_profile_source(std::string fixed_profile, env_lookup env, provider_options const& opts, http::client sts)
         : credentials_source("profile"), fixed_(std::move(fixed_profile)), env_(std::move(env)), opts_(opts),
           sts_(std::move(sts)) {}
 
@@ -317,6 +322,7 @@ private:
     provider_options const& opts_;
     http::client sts_;
 };
+using profile_source = basic_profile_source<>;
 
 } // namespace baton::aws::detail
 #endif

@@ -24,7 +24,8 @@ namespace baton::detail {
 
 // ---- probe -----------------------------------------------------------------------------------------
 // One pass over a scratch key; see "Capability gating" in the file comment.
-struct s3_probe_op : std::enable_shared_from_this<s3_probe_op> {
+template <class V = void>
+struct basic_s3_probe_op : std::enable_shared_from_this<basic_s3_probe_op<V>> {
     std::shared_ptr<s3_state> st;
     aws::signed_channel channel;
     std::string key;   // without key_prefix
@@ -37,7 +38,7 @@ struct s3_probe_op : std::enable_shared_from_this<s3_probe_op> {
     std::string create_check, replace_check, erase_check;
     capabilities caps;
 
-    s3_probe_op(std::shared_ptr<s3_state> s, aws::signed_channel sg) : st(std::move(s)), channel(std::move(sg)) {
+    basic_s3_probe_op(std::shared_ptr<s3_state> s, aws::signed_channel sg) : st(std::move(s)), channel(std::move(sg)) {
         key = st->params.probe_prefix + st->names.hex128();
     }
 
@@ -352,20 +353,21 @@ struct s3_probe_op : std::enable_shared_from_this<s3_probe_op> {
         for (auto& w : waiters) std::move(w)(ec, caps);
     }
 };
+using s3_probe_op = basic_s3_probe_op<>;
 
-inline void s3_start_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel const& channel) {
+BATON_LAZY_DEF void s3_start_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel const& channel) {
     st->probing = true;
     std::make_shared<s3_probe_op>(st, channel)->start();
 }
 
-inline void s3_probe(std::shared_ptr<s3_state> st, aws::signed_channel channel, s3_probe_handler h) {
+BATON_LAZY void s3_probe(std::shared_ptr<s3_state> st, aws::signed_channel channel, s3_probe_handler h) {
     s3_after_probe(st, channel, [st, h = std::move(h)](error_code ec, capabilities caps) mutable {
         st->complete(std::move(h), ec, std::move(caps));
     });
 }
 
 // ---- bucket ----------------------------------------------------------------------------------------
-inline void s3_create_bucket(std::shared_ptr<s3_state> st, aws::signed_channel channel, s3_bucket_handler h) {
+BATON_LAZY void s3_create_bucket(std::shared_ptr<s3_state> st, aws::signed_channel channel, s3_bucket_handler h) {
     std::string body;
     if (st->params.region != "us-east-1")
         body = "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LocationConstraint>" +

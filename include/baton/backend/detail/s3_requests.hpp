@@ -210,7 +210,7 @@ struct s3_state {
     }
 };
 
-inline void s3_start_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel const& channel);
+BATON_LAZY void s3_start_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel const& channel);
 
 // Runs `f(error_code, capabilities)` once the probe in progress (or a new one) is done.
 template <class F>
@@ -220,7 +220,7 @@ void s3_after_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel con
 }
 
 // ---- get -------------------------------------------------------------------------------------------
-inline void s3_get(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, s3_get_handler h) {
+BATON_LAZY void s3_get(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, s3_get_handler h) {
     get_result r;
     if (auto ec = s3_check_key(key, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
     auto req = st->make_request(s3_bhttp::verb::get, st->object_target(key));
@@ -254,7 +254,7 @@ inline void s3_get(std::shared_ptr<s3_state> st, aws::signed_channel channel, st
 }
 
 // ---- put -------------------------------------------------------------------------------------------
-inline void s3_send_put(std::shared_ptr<s3_state> st, aws::signed_channel const& channel, std::string key,
+BATON_LAZY void s3_send_put(std::shared_ptr<s3_state> st, aws::signed_channel const& channel, std::string key,
                         std::string body, precondition pc, s3_put_handler h) {
     auto req = st->make_request(s3_bhttp::verb::put, st->object_target(key), std::move(body));
     req.set(s3_bhttp::field::content_type, "application/octet-stream");
@@ -288,7 +288,7 @@ inline void s3_send_put(std::shared_ptr<s3_state> st, aws::signed_channel const&
     });
 }
 
-inline void s3_put(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, std::string body,
+BATON_LAZY void s3_put(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, std::string body,
                    precondition pc, s3_put_handler h) {
     put_result r;
     if (auto ec = s3_check_key(key, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
@@ -322,7 +322,7 @@ inline void s3_put(std::shared_ptr<s3_state> st, aws::signed_channel channel, st
 }
 
 // ---- copy (CopyObject, unconditional) ---------------------------------------------------------------
-inline void s3_copy(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string from, std::string to,
+BATON_LAZY void s3_copy(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string from, std::string to,
                     s3_put_handler h) {
     put_result r;
     if (auto ec = s3_check_key(from, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
@@ -359,7 +359,7 @@ inline void s3_copy(std::shared_ptr<s3_state> st, aws::signed_channel channel, s
 }
 
 // ---- erase -----------------------------------------------------------------------------------------
-inline void s3_send_erase(std::shared_ptr<s3_state> st, aws::signed_channel const& channel, std::string key,
+BATON_LAZY void s3_send_erase(std::shared_ptr<s3_state> st, aws::signed_channel const& channel, std::string key,
                           precondition pc, s3_erase_handler h) {
     auto req = st->make_request(s3_bhttp::verb::delete_, st->object_target(key));
     if (pc.which() == precondition::kind::matches) req.set(s3_bhttp::field::if_match, st->if_match_value(pc.version()));
@@ -383,7 +383,7 @@ inline void s3_send_erase(std::shared_ptr<s3_state> st, aws::signed_channel cons
     });
 }
 
-inline void s3_erase(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, precondition pc,
+BATON_LAZY void s3_erase(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string key, precondition pc,
                      s3_erase_handler h) {
     erase_result r;
     if (auto ec = s3_check_key(key, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
@@ -416,7 +416,8 @@ inline void s3_erase(std::shared_ptr<s3_state> st, aws::signed_channel channel, 
 }
 
 // ---- list ------------------------------------------------------------------------------------------
-struct s3_list_op : std::enable_shared_from_this<s3_list_op> {
+template <class V = void>
+struct basic_s3_list_op : std::enable_shared_from_this<basic_s3_list_op<V>> {
     static constexpr std::size_t max_requests = 32; // pages followed per call before handing back what there is
 
     std::shared_ptr<s3_state> st;
@@ -428,7 +429,7 @@ struct s3_list_op : std::enable_shared_from_this<s3_list_op> {
     list_page page;
     s3_list_handler h;
 
-    s3_list_op(std::shared_ptr<s3_state> s, aws::signed_channel sg, s3_list_handler handler)
+    basic_s3_list_op(std::shared_ptr<s3_state> s, aws::signed_channel sg, s3_list_handler handler)
         : st(std::move(s)), channel(std::move(sg)), h(std::move(handler)) {}
 
     void finish(error_code ec) {
@@ -518,8 +519,9 @@ struct s3_list_op : std::enable_shared_from_this<s3_list_op> {
         next();
     }
 };
+using s3_list_op = basic_s3_list_op<>;
 
-inline void s3_list(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string prefix, std::string after,
+BATON_LAZY void s3_list(std::shared_ptr<s3_state> st, aws::signed_channel channel, std::string prefix, std::string after,
                     std::size_t limit, s3_list_handler h) {
     list_page r;
     if (limit == 0) {

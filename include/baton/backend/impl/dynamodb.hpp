@@ -10,11 +10,12 @@
 
 namespace baton {
 
-struct dynamodb_backend::list_op : std::enable_shared_from_this<dynamodb_backend::list_op> {
-    list_op(dynamodb_backend b, list_handler hh, std::string p, std::string a, std::size_t l)
+template <class V>
+struct basic_dynamodb_backend<V>::list_op : std::enable_shared_from_this<typename basic_dynamodb_backend<V>::list_op> {
+    list_op(basic_dynamodb_backend b, list_handler hh, std::string p, std::string a, std::size_t l)
         : self(std::move(b)), h(std::move(hh)), prefix(std::move(p)), after(std::move(a)), limit(l) {}
 
-    dynamodb_backend self;
+    basic_dynamodb_backend self;
     list_handler h;
     std::string prefix, after;
     std::size_t limit;
@@ -67,12 +68,13 @@ struct dynamodb_backend::list_op : std::enable_shared_from_this<dynamodb_backend
     }
 };
 
-struct dynamodb_backend::probe_op : std::enable_shared_from_this<dynamodb_backend::probe_op> {
-    probe_op(dynamodb_backend b, probe_handler hh) : self(std::move(b)), h(std::move(hh)) {
+template <class V>
+struct basic_dynamodb_backend<V>::probe_op : std::enable_shared_from_this<typename basic_dynamodb_backend<V>::probe_op> {
+    probe_op(basic_dynamodb_backend b, probe_handler hh) : self(std::move(b)), h(std::move(hh)) {
         key = "baton-probe/" + self.st_->names.hex128();
     }
 
-    dynamodb_backend self;
+    basic_dynamodb_backend self;
     probe_handler h;
     std::string key;
     capabilities caps;
@@ -163,12 +165,13 @@ struct dynamodb_backend::probe_op : std::enable_shared_from_this<dynamodb_backen
     }
 };
 
-struct dynamodb_backend::table_op : std::enable_shared_from_this<dynamodb_backend::table_op> {
-    table_op(dynamodb_backend b, table_handler hh, bool c)
+template <class V>
+struct basic_dynamodb_backend<V>::table_op : std::enable_shared_from_this<typename basic_dynamodb_backend<V>::table_op> {
+    table_op(basic_dynamodb_backend b, table_handler hh, bool c)
         : self(std::move(b)), h(std::move(hh)), create(c), timer(self.ex_),
           deadline(std::chrono::steady_clock::now() + self.st_->params.table_wait_timeout) {}
 
-    dynamodb_backend self;
+    basic_dynamodb_backend self;
     table_handler h;
     bool create;
     boost::asio::steady_timer timer;
@@ -237,7 +240,8 @@ struct dynamodb_backend::table_op : std::enable_shared_from_this<dynamodb_backen
     }
 };
 
-inline void dynamodb_backend::start_list(list_handler h, std::string prefix, std::string after, std::size_t limit) const {
+template <class V>
+void basic_dynamodb_backend<V>::start_list(list_handler h, std::string prefix, std::string after, std::size_t limit) const {
     if (limit == 0) {
         list_page out;
         out.diag.message = "list limit must be at least 1";
@@ -247,17 +251,18 @@ inline void dynamodb_backend::start_list(list_handler h, std::string prefix, std
     op->next(std::nullopt);
 }
 
-inline void dynamodb_backend::start_probe(probe_handler h) const {
+template <class V>
+void basic_dynamodb_backend<V>::start_probe(probe_handler h) const {
     auto op = std::make_shared<probe_op>(*this, std::move(h));
     op->run();
 }
 
-inline void dynamodb_backend::start_table(table_handler h, bool create) const {
+template <class V>
+void basic_dynamodb_backend<V>::start_table(table_handler h, bool create) const {
     auto op = std::make_shared<table_op>(*this, std::move(h), create);
     op->run();
 }
 
-static_assert(record_store<dynamodb_backend>);
 
 } // namespace baton
 

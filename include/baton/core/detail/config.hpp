@@ -17,6 +17,12 @@
 #define BATON_DECL inline
 #endif
 
+/// Code that only some units use (the AWS request path): a template with a defaulted parameter,
+/// so that it compiles only in the units that call it, and a unit that merely includes its
+/// header does not pay for it. `BATON_LAZY_DEF` defines one declared `BATON_LAZY` before.
+#define BATON_LAZY template <class = void>
+#define BATON_LAZY_DEF template <class>
+
 #if __cplusplus < 202002L && !defined(_MSVC_LANG)
 #error "baton needs C++20"
 #endif
