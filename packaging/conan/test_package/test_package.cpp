@@ -3,7 +3,8 @@
 // and the project that vendors baton through a Meson wrap (tests/consumer/run.sh).
 // It touches each link dependency the package must carry: a lease on the memory
 // store (Asio, Boost.JSON records), an endpoint URL (Boost.URL) and a SigV4
-// signing key (OpenSSL's HMAC). It includes what it uses, not <baton/baton.hpp>, which
+// signing key (OpenSSL's HMAC); in separate-compilation mode, the last two and the lease's record
+// format come from baton_src.cpp. It includes what it uses, not <baton/baton.hpp>, which
 // brings in the S3 and DynamoDB stores' HTTP and signing code: with GCC that is two thirds of
 // this program's compile time. installed.sh checks that every header is installed.
 #include <baton/aws/sigv4.hpp>
@@ -33,7 +34,12 @@ int main() {
                                                      "us-east-1", "iam");
     bool const key_ok = key.bytes[0] == 0xf4 && key.bytes[1] == 0x78 && key.bytes[31] == 0x4d;
 
-    std::printf("test_package: lease token %llu, endpoint %s, signing key %s\n",
+#ifdef BATON_SEPARATE_COMPILATION
+    char const* const mode = "separate compilation";
+#else
+    char const* const mode = "header-only";
+#endif
+    std::printf("test_package (%s): lease token %llu, endpoint %s, signing key %s\n", mode,
                 static_cast<unsigned long long>(token), ep ? ep->origin().c_str() : "refused",
                 key_ok ? "as documented" : "WRONG");
     return token == 1 && ep && ep->port == 443 && key_ok ? 0 : 1;
