@@ -25,4 +25,23 @@
 #include <baton/backend/impl/file_store.ipp>
 #include <baton/recipe/impl/lease_record.ipp>
 
+// The S3 and DynamoDB stores' request code: their headers declare these instantiations extern.
+#include <baton/backend/dynamodb.hpp>
+#include <baton/backend/s3.hpp>
+
+namespace baton {
+template class basic_dynamodb_backend<void>;
+} // namespace baton
+namespace baton::detail {
+template void s3_get<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, s3_get_handler);
+template void s3_put<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, std::string, precondition,
+                       s3_put_handler);
+template void s3_copy<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, std::string, s3_put_handler);
+template void s3_erase<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, precondition, s3_erase_handler);
+template void s3_list<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, std::string, std::size_t,
+                        s3_list_handler);
+template void s3_probe<>(std::shared_ptr<s3_state>, aws::signed_channel, s3_probe_handler);
+template void s3_create_bucket<>(std::shared_ptr<s3_state>, aws::signed_channel, s3_bucket_handler);
+} // namespace baton::detail
+
 #endif

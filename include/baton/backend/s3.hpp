@@ -333,4 +333,20 @@ using s3_backend = basic_s3_backend<>;
 
 } // namespace baton
 
+#ifdef BATON_SEPARATE_COMPILATION
+// The request code of the S3 store is compiled once, in <baton/src.hpp>.
+namespace baton::detail {
+extern template void s3_get<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, s3_get_handler);
+extern template void s3_put<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, std::string, precondition,
+                              s3_put_handler);
+extern template void s3_copy<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, std::string, s3_put_handler);
+extern template void s3_erase<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, precondition,
+                                s3_erase_handler);
+extern template void s3_list<>(std::shared_ptr<s3_state>, aws::signed_channel, std::string, std::string, std::size_t,
+                               s3_list_handler);
+extern template void s3_probe<>(std::shared_ptr<s3_state>, aws::signed_channel, s3_probe_handler);
+extern template void s3_create_bucket<>(std::shared_ptr<s3_state>, aws::signed_channel, s3_bucket_handler);
+} // namespace baton::detail
+#endif
+
 #endif

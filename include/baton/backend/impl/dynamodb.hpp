@@ -263,6 +263,100 @@ void basic_dynamodb_backend<V>::start_table(table_handler h, bool create) const 
     op->run();
 }
 
+// The operations' starts are defined here, outside the class, so that a separately compiled unit
+// (BATON_SEPARATE_COMPILATION) leaves them to <baton/src.hpp>: see the end of this file.
+template <class V>
+void basic_dynamodb_backend<V>::start_get(get_handler h, std::string key) const {
+    get_result out;
+    if (auto ec = check_key(key, out.diag)) return complete(std::move(h), ec, std::move(out));
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    read_item(std::move(key), slot, [self = *this, h = std::move(h)](error_code ec, get_result r) mutable {
+        self.answer(std::move(h), ec, std::move(r));
+    });
+}
+
+template <class V>
+void basic_dynamodb_backend<V>::start_put(put_handler h, std::string key, std::string body, precondition pc,
+                                          std::optional<fenced_condition> fence) const {
+    put_result out;
+    if (auto ec = check_key(key, out.diag)) return complete(std::move(h), ec, std::move(out));
+    if (body.size() > st_->params.max_body_bytes) {
+        out.diag.message = "body of " + std::to_string(body.size()) + " bytes exceeds max_body_bytes (" +
+                           std::to_string(st_->params.max_body_bytes) + ")";
+        return complete(std::move(h), error_code(errc::invalid_argument), std::move(out));
+    }
+    std::string version = st_->names.hex128();
+    std::string req = fence ? detail::dynamodb::fenced_put_item_request(
+                                  st_->table(), key, body, version, fence->token,
+                                  fence->known_version ? std::optional<std::string_view>(*fence->known_version) : std::nullopt)
+                            : detail::dynamodb::put_item_request(st_->table(), key, body, version, pc);
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    bool const conditional = pc.which() != precondition::kind::none;
+    call("PutItem", std::move(req), slot,
+         [self = *this, h = std::move(h), key = std::move(key), version = std::move(version),
+          conditional](result r) mutable {
+             put_result out;
+             if (!r.ec) {
+                 out.version = std::move(version);
+                 return self.answer(std::move(h), error_code{}, std::move(out));
+             }
+             error_code const ec = r.ec;
+             if (ec != errc::precondition_failed || !conditional) {
+                 out.diag = std::move(r.diag);
+                 return self.answer(std::move(h), ec, std::move(out));
+             }
+             // The current item only when the service returned it (ALL_OLD): a caller that
+             // needs it reads it, when it needs it (a contender that lost a race reads at its
+             // next poll, not at once, as with S3).
+             out.current = self.item_in_failure(key, r.body);
+             out.diag = std::move(r.diag);
+             self.answer(std::move(h), ec, std::move(out));
+         });
+}
+
+template <class V>
+void basic_dynamodb_backend<V>::start_erase(erase_handler h, std::string key, precondition pc) const {
+    erase_result out;
+    if (auto ec = check_key(key, out.diag)) return complete(std::move(h), ec, std::move(out));
+    std::string req = detail::dynamodb::delete_item_request(st_->table(), key, pc);
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    bool const matches = pc.which() == precondition::kind::matches;
+    call("DeleteItem", std::move(req), slot,
+         [self = *this, h = std::move(h), key = std::move(key), matches, slot](result r) mutable {
+             erase_result out;
+             error_code const ec = r.ec;
+             if (!ec) return self.answer(std::move(h), ec, std::move(out));
+             out.diag = std::move(r.diag);
+             if (ec != errc::precondition_failed || !matches)
+                 return self.answer(std::move(h), ec, std::move(out));
+             // `matches` on a key that is gone is not_found, as in memory_backend.
+             self.current_after_failure(std::move(key), r.body, slot,
+                                        [self, h = std::move(h), out = std::move(out)](
+                                            std::optional<record> cur, bool known) mutable {
+                                            error_code e = errc::precondition_failed;
+                                            if (known && !cur) e = errc::not_found;
+                                            self.answer(std::move(h), e, std::move(out));
+                                        });
+         });
+}
+
+template <class V>
+void basic_dynamodb_backend<V>::start_call(call_handler h, std::string op, std::string body) const {
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    call(op, std::move(body), slot, [self = *this, h = std::move(h)](result r) mutable {
+        dynamodb_response out;
+        out.status = r.status;
+        out.body = std::move(r.body);
+        out.diag = std::move(r.diag);
+        self.answer(std::move(h), r.ec, std::move(out));
+    });
+}
+
+#ifdef BATON_SEPARATE_COMPILATION
+// The store's request code is compiled once, in <baton/src.hpp>. Only the members defined outside
+// the class are left out of other units: the compiler may instantiate those defined inside it.
+extern template class basic_dynamodb_backend<void>;
+#endif
 
 } // namespace baton
 
