@@ -5,7 +5,7 @@
 // prints its events). BATON_SIM_SEEDS sets how many, BATON_SIM_FIRST where to start,
 // BATON_SIM_MAX_FAILURES how many flagged seeds end the run (default 5).
 //
-// Properties:
+// Properties (docs/design.md §13):
 // (a) never two holders whose own clocks both call the lease valid at once;
 // (b) fencing tokens strictly increase across acquisitions, none twice;
 // (c) once faults stop, some contender holds within

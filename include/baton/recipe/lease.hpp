@@ -363,7 +363,7 @@ private:
         timer_time renew_early{}; // the renew wait may run from then (a window to share a wake-up)
         // One per acquisition. Every request of the renew lane carries the term it was sent in,
         // and its answer is dropped unless that term is still current: an answer of an ended
-        // term never reaches the machine or the new term's timers (DESIGN §6). If such a write
+        // term never reaches the machine or the new term's timers (docs/design.md §7). If such a write
         // lands late, the store's precondition refuses it or the new claim reads it as ours.
         std::uint64_t term = 0;
 

@@ -8,7 +8,7 @@
 // the actions it returns: read the record, write it under a precondition,
 // wait, or finish. Tests drive it directly.
 //
-// Safety argument (DESIGN §5-6):
+// Safety argument (docs/design.md §3-4):
 // - a holder's lease is valid until t_send + ttl on its own clock, where
 //   t_send is when it sent the write that last succeeded; it stops acting at
 //   t_send + renew_deadline;
