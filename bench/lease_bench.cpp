@@ -1,4 +1,4 @@
-// Lease benchmarks on the memory backend (issue 2, item 11). Prints one JSON
+// Lease benchmarks on the memory backend. Prints one JSON
 // line per measurement and a table. Measures the library's own cost: the
 // memory store's work is a map lookup under a mutex.
 //

@@ -1,4 +1,4 @@
-// Benchmarks on real stores (issue 4 item 9; issue 3 item 7's keep-alive figure).
+// Benchmarks on real stores, and the HTTP client on one kept-alive connection.
 // bench/run-store-bench.sh runs every figure next to the peer harnesses in
 // ../shared/peers on the same servers; this program measures baton's side.
 // Each run prints one JSON line with ops_per_s, p50_ms and p99_ms (the peers'

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cross-process test of `baton run` (issue 4, item 7).
+"""Cross-process test of `baton run`.
 
 Four `baton run` processes contend for one key. Each command appends
 `start TOKEN PID T` and `end TOKEN PID T` (T on the boot-time monotonic clock)

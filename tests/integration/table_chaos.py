@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lease-table chaos across processes (issue 13, item 6).
+"""Lease-table chaos across processes.
 
 `baton table work` processes split 12 shards of 40 numbered records each; every worker
 logs each record it processes (with the time it decided to) and checkpoints after it.

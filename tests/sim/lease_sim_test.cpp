@@ -5,7 +5,7 @@
 // prints its events). BATON_SIM_SEEDS sets how many, BATON_SIM_FIRST where to start,
 // BATON_SIM_MAX_FAILURES how many flagged seeds end the run (default 5).
 //
-// Properties (issue 2, item 9):
+// Properties (docs/design.md §13):
 // (a) never two holders whose own clocks both call the lease valid at once;
 // (b) fencing tokens strictly increase across acquisitions, none twice;
 // (c) once faults stop, some contender holds within
@@ -36,7 +36,7 @@
 //
 // Some seeds run a slow network: the client's attempt timeout is longer than
 // the renew deadline and answers come back up to 25 s late, so answers of an
-// ended term arrive during the next one (issue 9).
+// ended term arrive during the next one.
 
 #include <baton/backend/memory.hpp>
 #include <baton/recipe/election.hpp>

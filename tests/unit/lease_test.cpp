@@ -496,7 +496,7 @@ TEST_CASE("a holder taken over learns lease_lost at its next renewal") {
 }
 
 TEST_CASE("leases sharing one executor share its timer, and a hung renewal still loses exactly at the renew deadline") {
-    // Issue 15: every lease on an executor holds one entry in one timer queue, and renewals due
+    // Every lease on an executor holds one entry in one timer queue, and renewals due
     // close together share a wake-up (each may come up to 1/32 of its wait early). A deadline
     // has no such window: the holder whose renewal hangs learns its loss at the deadline to the
     // nanosecond, though 40 others' renewals are queued around it, and the hung write's late
@@ -1047,7 +1047,8 @@ TEST_CASE("a key holding something else fails with foreign_record and explains w
 
 
 // ---- term boundaries: answers of an ended term, losses not yet delivered, writes in doubt -----
-// Each case is an interleaving that broke the driver before (issue 9).
+// Each case is an interleaving that broke the driver before: an answer or a loss that crosses
+// a term's end must reach neither the old term's caller nor the new term.
 
 namespace {
 // Runs until the store has seen one more put than `before` (at most 30 s of virtual time).

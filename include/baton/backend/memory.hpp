@@ -227,7 +227,7 @@ private:
     };
 
     // The executor and the records, shared by every copy of a handle: a copy (a lease's, say) costs
-    // one pointer, not an executor (issue 15: bytes per lease).
+    // one pointer, not an executor (every held lease keeps a copy: bytes per lease).
     struct bound {
         executor_type ex;
         std::shared_ptr<state> st;

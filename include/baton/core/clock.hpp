@@ -7,7 +7,7 @@
     Asio timers against it.
 
     baton's safety argument uses durations measured on each participant's
-    own monotonic clock, never wall clocks (DESIGN §5). A Clock policy is a
+    own monotonic clock, never wall clocks (docs/design.md §3). A Clock policy is a
     small object, so that a simulation can give each participant a clock
     that runs fast or slow.
 

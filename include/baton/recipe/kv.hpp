@@ -4,7 +4,7 @@
 
 /** @file
     Layer: recipes. `basic_kv`: a versioned key-value store with optimistic concurrency on
-    any record store (DESIGN §12).
+    any record store (docs/design.md §10).
 
     Every key has a logical version, a `u64` that each write raises by one.
     Writes carry a condition (none, absent, or a version) that the store's

@@ -346,8 +346,9 @@ private:
         [[no_unique_address]] Clock clock;
         [[no_unique_address]] Observer observer;
         detail::lease_machine m;
-        // The lease's waits share one timer with every lease on its executor (issue 15): each is a
-        // slot here, and the lease holds one entry in the queue, due when its earliest slot is.
+        // The lease's waits share one timer with every lease on its executor (thousands of leases
+        // cost one reactor timer): each is a slot here, and the lease holds one entry in the queue,
+        // due when its earliest slot is.
         enum slot_id : unsigned char { acquire_wait, acquire_timeout, renew_wait, renew_deadline, release_wait, slot_count };
         struct slot {
             static constexpr timer_time never = timer_time::max();
@@ -362,13 +363,13 @@ private:
         timer_time renew_early{}; // the renew wait may run from then (a window to share a wake-up)
         // One per acquisition. Every request of the renew lane carries the term it was sent in,
         // and its answer is dropped unless that term is still current: an answer of an ended
-        // term never reaches the machine or the new term's timers (DESIGN §6). If such a write
+        // term never reaches the machine or the new term's timers (docs/design.md §7). If such a write
         // lands late, the store's precondition refuses it or the new claim reads it as ours.
         std::uint64_t term = 0;
 
         // acquire lane
         detail::pending_op<void(error_code, lease_grant)> acquire_op;
-        // Why the acquisition was asked to stop (a byte, not an error_code: issue 15, bytes per lease).
+        // Why the acquisition was asked to stop (a byte, not an error_code: bytes per lease).
         enum class stop_reason : unsigned char { none, cancelled, timed_out };
         static error_code error_of(stop_reason r) {
             return r == stop_reason::timed_out ? error_code(errc::timeout) : error_code(boost::asio::error::operation_aborted);
@@ -384,8 +385,8 @@ private:
             std::list<waiter> items; // a list: erasing never move-assigns handlers
             std::uint64_t next_id = 1;
         };
-        std::unique_ptr<waiter_list> waiters; // from the first wait (issue 15: bytes per lease)
-        // The lanes' wait generations and flags, packed together (issue 15: bytes per lease).
+        std::unique_ptr<waiter_list> waiters; // from the first wait (bytes per lease: most have none)
+        // The lanes' wait generations and flags, packed together (bytes per lease).
         unsigned renew_gen = 0, deadline_gen = 0; // renew lane
         unsigned release_gen = 0;                 // release lane
         stop_reason acquire_stop = stop_reason::none;
@@ -1010,8 +1011,8 @@ private:
         }
     };
 
-    // The default executor type is the one the state keeps: the handle need not keep a copy (issue 15:
-    // bytes per lease).
+    // The default executor type is the one the state keeps: the handle need not keep a copy (bytes
+    // per lease).
     static constexpr bool executor_in_state = std::is_same_v<Executor, boost::asio::any_io_executor>;
     struct no_copy {
         explicit no_copy(executor_type const&) noexcept {}

@@ -20,7 +20,7 @@
 
 namespace baton {
 
-/** Settings of one lease. Data, not behaviour: defaults follow DESIGN §5.
+/** Settings of one lease. Data, not behaviour: defaults follow docs/design.md §3.
 
     Rules, checked by `validate()` (and so by every lease constructor):
     - `key` is 1 to 1024 bytes;

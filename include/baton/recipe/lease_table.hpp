@@ -30,7 +30,7 @@
     Every change of a shard record is a conditional write on the version its writer read, so the
     store orders them; a worker acts on a shard only from a write or read showing that shard with
     its own name and current term, until the first of: the renew deadline of that term (the
-    lease's time model, DESIGN §5), its own decision to stop, or a write or read showing another
+    lease's time model, docs/design.md §3), its own decision to stop, or a write or read showing another
     owner. Another worker can become the owner only by a write made from a record that
     (a) names no owner, (b) names an ended term, or (c) was handed to it. A term ends only
     (1) by its own release, which a worker writes only after every work of that term ended,
@@ -131,7 +131,7 @@ struct lease_table_options {
     std::chrono::milliseconds renew_interval{0};
     /// When a worker whose renewals fail stops all its shards. Zero: 2/3 of `ttl`.
     std::chrono::milliseconds renew_deadline{0};
-    /// The bound on the ratio of two workers' clock rates (DESIGN §5).
+    /// The bound on the ratio of two workers' clock rates (docs/design.md §3).
     double max_clock_rate_skew = 2.0;
     /// Between scans of the table (jittered down by up to 20%). Zero: `ttl` / 2.
     std::chrono::milliseconds scan_interval{0};

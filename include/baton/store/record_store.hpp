@@ -3,7 +3,7 @@
 #define BATON_STORE_RECORD_STORE_HPP
 
 /** @file
-    Layer: store. The record store: the one primitive every recipe stands on (DESIGN §4).
+    Layer: store. The record store: the one primitive every recipe stands on (docs/design.md §2).
 
     A record is `{key, body, version}`; the version is opaque and changes on
     every put. Writes and deletes carry a precondition (none, absent, or

@@ -9,7 +9,7 @@
     been applied or not. Guessing either way is how coordination breaks: a
     holder that assumes "not applied" loses a lease the store shows as its
     own, one that assumes "applied" acts on a write that never landed. The
-    record store's rule (DESIGN §4) is to settle instead: every write
+    record store's rule (docs/design.md §5) is to settle instead: every write
     carries a fresh nonce, the ambiguous ones are kept in a ledger, and the
     next read of the record tells which of them landed.
 

@@ -4,10 +4,10 @@
 
 // Layer: wire (http), internal. A request's head as the bytes Beast's serializer would send,
 // written into one reused string, so that the connection sends head and body with one gathered
-// write: the serializer's composed operation costs more than the request (issue 15's profile),
-// the string keeps its capacity from one request to the next, and the body is not copied. Only
-// requests with a known length: a chunked one goes through Beast's serializer, which frames the
-// chunks.
+// write: the serializer's composed operation costs more than the request (profiled on the lease
+// cycle), the string keeps its capacity from one request to the next, and the body is not copied.
+// Only requests with a known length: a chunked one goes through Beast's serializer, which frames
+// the chunks.
 
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>

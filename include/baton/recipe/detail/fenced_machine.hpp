@@ -3,7 +3,7 @@
 #define BATON_RECIPE_DETAIL_FENCED_MACHINE_HPP
 
 // Layer: recipes, internal. The fenced record format and the sans-I/O state machine of one fenced write
-// (DESIGN §6): read the record, refuse when it already accepted a higher
+// (docs/design.md §9): read the record, refuse when it already accepted a higher
 // token, write with `matches` (or `absent`), and settle every ambiguous answer
 // by reading the nonce back before retrying or reporting. The record names the
 // writes before it, so a write that landed and was then overwritten is still

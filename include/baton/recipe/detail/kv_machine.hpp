@@ -3,7 +3,7 @@
 #define BATON_RECIPE_DETAIL_KV_MACHINE_HPP
 
 // Layer: recipes, internal. The kv record format and the sans-I/O state machine of one kv write (put,
-// erase, or a read-modify-write update), DESIGN §12: every record carries a
+// erase, or a read-modify-write update), docs/design.md §10: every record carries a
 // logical version that the next write raises by one, erases leave a
 // tombstone so versions keep rising across delete and re-create, and every
 // ambiguous answer is settled by reading the write's nonce back before

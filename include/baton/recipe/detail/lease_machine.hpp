@@ -8,7 +8,7 @@
 // the actions it returns: read the record, write it under a precondition,
 // wait, or finish. Tests drive it directly.
 //
-// Safety argument (DESIGN §5-6):
+// Safety argument (docs/design.md §3-4):
 // - a holder's lease is valid until t_send + ttl on its own clock, where
 //   t_send is when it sent the write that last succeeded; it stops acting at
 //   t_send + renew_deadline;
@@ -89,7 +89,8 @@ struct lease_action {
 };
 
 // The last failure's diagnostics, on the heap once a failure has said something: a lease that
-// never failed holds a pointer, not four strings (issue 15: bytes per held lease).
+// never failed holds a pointer, not four strings (bytes per held lease: a process may hold
+// thousands).
 class last_failure {
 public:
     diagnostics const& get() const noexcept { return d_ ? *d_ : none(); }
@@ -447,7 +448,7 @@ private:
     enum after_wait { read_next, write_next };
 
     // A nonce kept inline: 32 hex digits, the same as fill_nonce draws from the generator (the
-    // attempt in flight keeps one for the whole term: 33 heap bytes per held lease; issue 15).
+    // attempt in flight keeps one for the whole term: 33 heap bytes per held lease).
     struct nonce_text {
         std::array<char, 32> digits{}; // all '\0' until filled (hex digits never are)
         void fill(splitmix64& rng) noexcept {
@@ -864,7 +865,7 @@ private:
     lease_options opts_;
     splitmix64 rng_;
     lease_hooks hooks_;
-    // The durations in force, from the options (not kept apart: issue 15, bytes per lease).
+    // The durations in force, read from the options (not copied apart: bytes per lease).
     std::chrono::milliseconds ttl() const noexcept { return opts_.ttl; }
     std::chrono::milliseconds renew_interval() const noexcept { return opts_.effective_renew_interval(); }
     std::chrono::milliseconds renew_deadline() const noexcept { return opts_.effective_renew_deadline(); }
@@ -887,7 +888,7 @@ private:
         std::string version; // of the last released marker we wrote
         own_time at{0};      // when that marker was confirmed
     };
-    std::unique_ptr<own_release> own_release_; // from the first release, then kept (issue 15: bytes per lease)
+    std::unique_ptr<own_release> own_release_; // from the first release, then kept (bytes per lease)
     own_time streak_since_{0};             // when the current run of terms taken back straight after our release began
     std::chrono::nanoseconds turn_{0};     // how long that run may last before we yield
     bool yield_allowed_ = false;           // this acquisition may yield (it waits, and long enough)
@@ -917,7 +918,7 @@ private:
         std::chrono::milliseconds ttl{0};
     };
     // On the heap from the first time someone else held it, then kept: a lease that never met a
-    // rival's record keeps a pointer, not 56 bytes (issue 15).
+    // rival's record keeps a pointer, not 56 bytes.
     std::unique_ptr<observation> observed_;
 
     last_failure diag_;

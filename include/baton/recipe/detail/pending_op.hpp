@@ -3,7 +3,7 @@
 #define BATON_RECIPE_DETAIL_PENDING_OP_HPP
 
 // Layer: recipes, internal. The one way a recipe object keeps an asynchronous operation it has
-// started (DESIGN §8): the user's handler with its associated executor,
+// started (docs/design.md §7): the user's handler with its associated executor,
 // allocator and cancellation slot; a cancellation that reaches the object
 // through its executor and only while it lives; a completion that is never
 // inline; one outstanding operation per kind (the caller refuses a second

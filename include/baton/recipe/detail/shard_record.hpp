@@ -3,7 +3,7 @@
 #define BATON_RECIPE_DETAIL_SHARD_RECORD_HPP
 
 // Layer: recipes, internal. The shard record of a lease table and the sans-I/O state machine of
-// one change to it (DESIGN §12, lease_table). JSON, so that people and other tools can read it:
+// one change to it (docs/design.md §11). JSON, so that people and other tools can read it:
 //   {"baton":"shard/1","token":7,"owner":"w1","term":12,"owner_ttl":9000,"retired":false,
 //    "checkpoint":"1042","requested_by":"w2","requested_term":3,"requested_count":4,
 //    "nonce":"...","recent":"<p>,<p>,..."}

@@ -3,7 +3,7 @@
 #define BATON_STORE_DETAIL_RECENT_WRITERS_HPP
 
 // Layer: store, internal. The recent writers a record remembers, so that a write whose answer
-// was lost is known to have landed even after others wrote over it (DESIGN §4, settlement).
+// was lost is known to have landed even after others wrote over it (docs/design.md §5).
 //
 // A record written by a recipe carries its own nonce and `recent`: the first 16 hex digits of
 // the nonces of the writes before it, newest first, at most 16, separated by commas. A write

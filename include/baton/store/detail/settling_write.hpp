@@ -4,7 +4,7 @@
 
 // Layer: store, internal. What every sans-I/O machine of one settled write shares (fenced, kv,
 // and the recipes after them): the steps it asks its driver for, the retry policy's pauses,
-// the pacing of contention, and the rule of settlement (DESIGN §4) that a write whose answer
+// the pacing of contention, and the rule of settlement (docs/design.md §5) that a write whose answer
 // was ambiguous or cancelled is read back before anything is retried or reported. The recipe's
 // machine decides what a record means; this base decides when to read, wait or give up.
 
