@@ -23,8 +23,11 @@
     before anything is retried or reported: an update is never applied twice
     and never reported lost when it landed.
 
-    Record format (readable with `cat`): `baton-kv 1 <version> <nonce>\n`
-    followed by the value's bytes, or `baton-kv 1 <version> <nonce> tombstone\n`.
+    Record format (readable with `cat`): a first line
+    `baton-kv 1 <version> <nonce>[ fence=<token>][ recent=<p>,...][ tombstone]`
+    (`recent` names the writes before this one by their nonces' first 16 hex
+    digits, so that a write that landed and was overwritten is still known as
+    landed), then the value's bytes.
     Tombstones are never removed by this recipe (removing one would let
     versions restart); a key's history costs one small record after erase.
 */
@@ -244,10 +247,10 @@ public:
         @par Per-Operation Cancellation
         Terminal: no further write is sent. A write already sent is settled
         first by one read that is not cancelled: if it landed the operation
-        succeeds, otherwise it completes with `operation_aborted` (a request
-        still delayed in the network can land after that read if the record
-        has not changed meanwhile: the key then has this value, under the
-        version this call would have reported).
+        succeeds; if it can never land (the record moved on without it) it
+        completes with `operation_aborted`; while it still may land (a request
+        delayed in the network, the record unchanged since) it completes with
+        `errc::unknown_outcome`, never `operation_aborted`.
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_put(std::string key, std::string value, kv_condition cond = kv_condition::none(), Token&& tok = {}) {

@@ -11,7 +11,7 @@
     expire. Release writes a released marker that keeps the fencing token,
     so the next holder gets a larger one and can take over at once.
 
-    Over ~700 lines on purpose: the four lanes (acquire, renew, release,
+    One long file on purpose: the four lanes (acquire, renew, release,
     waiters) share one impl whose term and generation checks keep an older
     term's answers away from a newer one; split apart they would have to
     expose that state. The observer glue is the next piece to move out.
