@@ -128,7 +128,7 @@ public:
     */
     std::shared_ptr<credentials const> usable_now() const { return state_->usable_now(); }
 
-    /** Forgets the cached credentials, e.g. after the service said `ExpiredToken`: the next use fetches.
+    /** Forgets the cached credentials (after an `ExpiredToken` answer, say): the next use fetches.
 
         A fetch already in progress still completes and fills the cache.
     */
@@ -137,7 +137,7 @@ public:
     /// What this provider is, e.g. `environment` or `default chain`.
     std::string const& name() const noexcept { return state_->name(); }
 
-    /// Which source produced the cached credentials (e.g. `profile 'dev'`), or empty when none are cached.
+    /// Which source produced the cached credentials (e.g. <tt>profile 'dev'</tt>), or empty when none are cached.
     std::string current_source() const { return state_->current_source(); }
 
     /// How many fetches were started so far: a gauge for refresh behaviour.
@@ -179,7 +179,7 @@ BATON_LAZY http::client sts_client(boost::asio::any_io_executor const& strand, p
 } // namespace detail
 #endif
 
-/** Fixed credentials, e.g. from command-line flags. They never expire unless `creds.expiration` says so.
+/** Fixed credentials (from command-line flags, say). They never expire unless `creds.expiration` says so.
 
     @throws config_error when the key id or the secret is empty or contains white space.
 */
@@ -294,13 +294,14 @@ BATON_LAZY credentials_provider instance_credentials(boost::asio::any_io_executo
 
     See the file comment for how the chain decides and what it remembers.
     When nothing yields credentials, `async_get` fails with
-    `errc::no_credentials` and a message such as `no AWS credentials
-    found; tried: environment (AWS_ACCESS_KEY_ID not set); web identity
-    (AWS_WEB_IDENTITY_TOKEN_FILE not set); profile 'default'
-    (/root/.aws/credentials: no such file; /root/.aws/config: no such
-    file); container (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/FULL_URI not
-    set); instance metadata (IMDSv2 token request: connecting to
-    http://169.254.169.254:80 timed out ...)`.
+    `errc::no_credentials` and a message such as (one line, wrapped here):
+
+        no AWS credentials found; tried: environment (AWS_ACCESS_KEY_ID not set); web identity
+        (AWS_WEB_IDENTITY_TOKEN_FILE not set); profile 'default' (/root/.aws/credentials: no such
+        file; /root/.aws/config: no such file); container
+        (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/FULL_URI not set); instance metadata (IMDSv2
+        token request: connecting to http://169.254.169.254:80 timed out ...)
+
     @throws config_error when `opts` breaks a rule.
 */
 BATON_LAZY credentials_provider default_chain(boost::asio::any_io_executor ex, env_lookup env = process_environment(),

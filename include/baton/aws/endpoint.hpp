@@ -87,8 +87,9 @@ resolve_endpoint_url(std::string_view service_id, diagnostics& diag, env_lookup 
 */
 BATON_DECL std::string_view aws_dns_suffix(std::string_view region) noexcept;
 
-/** The default AWS endpoint of a service in `region`: `https://<endpoint_prefix>.<region>.<suffix>`.
+/** The default AWS endpoint of a service in `region`.
 
+    It is `https://<endpoint_prefix>.<region>.<suffix>`, the suffix from `aws_dns_suffix`:
     `default_endpoint_url("s3", "eu-west-1")` is `https://s3.eu-west-1.amazonaws.com`;
     `default_endpoint_url("dynamodb", "cn-north-1")` is `https://dynamodb.cn-north-1.amazonaws.com.cn`.
     `region` is used as given: callers validate it (both backends do).
@@ -118,6 +119,10 @@ struct s3_address {
       dot (wildcard TLS certificates cover one label) and for a bucket that
       is not a DNS label; virtual-hosted for AWS otherwise.
 
+    @param endpoint_url the configured endpoint, or empty for AWS
+    @param region the region, for the AWS host name
+    @param bucket the bucket's name
+    @param path_style the addressing style to force, or empty to let the rules above choose
     @param diag on error, one line saying what is wrong and what to change
     @returns the address, or `errc::invalid_argument` (bad URL, empty bucket, region unusable in an
              AWS host name, or a forced virtual-hosted style that cannot work).

@@ -182,7 +182,7 @@ struct profile_choice {
 
     /// True when a variable named the profile: SDKs then skip environment credentials, and a missing profile is an error.
     bool is_explicit() const noexcept { return !chosen_by.empty(); }
-    /// `profile 'name'`, with what chose it when a variable did: for messages.
+    /// <tt>profile 'name'</tt>, with what chose it when a variable did: for messages.
     std::string describe() const {
         return "profile '" + detail::printable(name) + "'" + (chosen_by.empty() ? "" : " (from " + chosen_by + ")");
     }
@@ -197,10 +197,15 @@ struct shared_config {
     profile_map profiles;
     /// Where the files are (paths may be empty, see `shared_file_locations::problem`).
     shared_file_locations files;
-    /// Whether each file was found and read.
+    /// Whether the config file was found and read.
     bool config_found = false, credentials_found = false;
-    /// Why a file was not read (`no such file`, or the location problem), for messages.
+    /// @var credentials_found
+    /// Whether the credentials file was found and read.
+
+    /// Why the config file was not read (`no such file`, or the location problem), for messages.
     std::string config_status, credentials_status;
+    /// @var credentials_status
+    /// Why the credentials file was not read (`no such file`, or the location problem), for messages.
 
     /// The profile named `name`, or null.
     profile const* find(std::string_view name) const {
@@ -235,7 +240,8 @@ BATON_DECL error_code load_shared_config(shared_config& out, diagnostics& diag,
 struct resolved_region {
     /// The region, e.g. `eu-west-1`.
     std::string name;
-    /// `AWS_REGION`, `AWS_DEFAULT_REGION`, or `profile 'x' (<file> line N)`: for messages.
+    /// `AWS_REGION`, `AWS_DEFAULT_REGION`, or the profile and the line that set the region
+    /// (<tt>profile 'prod' (/home/me/.aws/config line 3)</tt>): for messages.
     std::string source;
 };
 

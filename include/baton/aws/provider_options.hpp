@@ -136,7 +136,7 @@ struct fetched_credentials {
         current credentials in use, the message says so and why.
     */
     diagnostics diag;
-    /// The source that produced `value`, e.g. `environment` or `profile 'dev'`; empty on error.
+    /// The source that produced `value`, e.g. `environment` or <tt>profile 'dev'</tt>; empty on error.
     std::string source;
 };
 

@@ -272,6 +272,9 @@ BATON_DECL error_code presign_impl(boost::beast::http::request_header<> const& r
 
     Derives the signing key on every call; `sigv4_signer` caches it.
 
+    @param req The request to sign; its headers are updated in place.
+    @param creds The credentials to sign with.
+    @param params The region, the service, and the rules for the path and the payload.
     @param now Signing time; AWS rejects a skew of more than 15 minutes.
     @param steps When not null, receives the intermediate strings.
     @return `errc::invalid_argument` for a missing host, region, service or
@@ -313,8 +316,11 @@ error_code presign_url(boost::beast::http::request<Body, boost::beast::http::fie
     request's signature), so a streamed body can be authenticated without
     hashing it up front.
 
+    @param key The signing key of the seed request's day, region and service (`derive_signing_key`).
     @param amz_date The seed request's `X-Amz-Date` (`YYYYMMDDTHHMMSSZ`).
     @param scope The seed request's credential scope (`date/region/service/aws4_request`).
+    @param previous_signature The previous chunk's signature, or the seed request's for the first chunk.
+    @param chunk The chunk's bytes; the empty chunk ends the upload.
     @param string_to_sign When not null, receives the chunk's string to sign.
     @return The chunk signature, lower-case hex.
 */

@@ -291,7 +291,7 @@ public:
         return boost::asio::async_initiate<Token, void(error_code, dynamodb_table_info)>(initiate_check_table{}, token, *this);
     }
 
-    /** Sends one signed request of any DynamoDB operation, e.g. `("DescribeTimeToLive", R"({"TableName":"t"})")`.
+    /** Sends one signed request of any DynamoDB operation, such as `("DescribeTimeToLive", R"({"TableName":"t"})")`.
 
         For tools and tests. Completion: `void(error_code, dynamodb_response)`;
         non-2xx statuses give the classified error, with the body kept.

@@ -51,7 +51,7 @@ namespace baton {
 
 /** Settings of a `dynamodb_backend`. Checked by `validate()` (and so by the constructor). */
 struct dynamodb_backend_params {
-    /** Where to send requests: `scheme://host[:port]`, e.g. `http://127.0.0.1:8000`.
+    /** Where to send requests: `scheme://host[:port]`, such as `http://127.0.0.1:8000`.
 
         Empty (default): `https://dynamodb.<region>.amazonaws.com` (`.com.cn` for `cn-` regions).
     */
@@ -64,7 +64,7 @@ struct dynamodb_backend_params {
     std::string partition_key = "pk";
     /// The identity that signs requests: access key id and secret, unless `credentials_provider` is set.
     aws::credentials credentials;
-    /** Where credentials come from instead, e.g. `aws::default_chain(ex)`: leave `credentials` empty.
+    /** Where credentials come from instead, such as `aws::default_chain(ex)`: leave `credentials` empty.
 
         Requests sign with the provider's cached credentials without waiting; only when it
         has none usable (first use, or expiry within its mandatory window) does a request

@@ -70,7 +70,7 @@ enum class s3_precondition_check {
     - `http` obeys `http::client_options::validate`.
 */
 struct s3_backend_params {
-    /** Where the store is, e.g. `http://127.0.0.1:7480`. Empty: AWS, `https://s3.<region>.amazonaws.com`.
+    /** Where the store is, such as `http://127.0.0.1:7480`. Empty: AWS, `https://s3.<region>.amazonaws.com`.
 
         Only scheme, host and port: the bucket goes in `bucket`, never in the URL.
     */
@@ -90,7 +90,7 @@ struct s3_backend_params {
     std::optional<bool> path_style;
     /// Static credentials that sign every request. Never logged; `credentials.redacted()` names the key id only.
     aws::credentials credentials;
-    /** Where credentials come from instead, e.g. `aws::default_chain(ex)`: leave `credentials` empty.
+    /** Where credentials come from instead, such as `aws::default_chain(ex)`: leave `credentials` empty.
 
         Requests sign with the provider's cached credentials without waiting; only when it
         has none usable (first use, or expiry within its mandatory window) does a request

@@ -110,6 +110,7 @@ public:
         @param ro per-call overrides (the attempt timeout)
         @param info filled at completion with `request_sent`, `response_received`,
                `reused_connection` and diagnostics. Must stay valid until the handler runs.
+        @param token the completion token (default: `asio::deferred`)
 
         @par Handler signature
         `void(error_code, response)`. Errors (the response is then empty):
@@ -146,16 +147,29 @@ public:
         return initiate(ep, std::move(req), ro, &info, std::forward<Token>(token));
     }
 
-    /** Sends one request with the client's options.
-        @copydetails async_request(endpoint const&, request, request_options const&, request_info&, Token&&)
+    /** Sends one request with the client's options: the four-argument overload without overrides.
+
+        @param ep where to send (see `parse_endpoint`)
+        @param req the request, already signed
+        @param info filled at completion with what happened to the request. Must stay valid until
+               the handler runs.
+        @param token the completion token (default: `asio::deferred`); the handler's signature,
+               errors, executor and cancellation are those of the four-argument overload
     */
     template <class Token = boost::asio::deferred_t>
     auto async_request(endpoint const& ep, request req, request_info& info, Token&& token = {}) {
         return initiate(ep, std::move(req), request_options{}, &info, std::forward<Token>(token));
     }
 
-    /** Sends one request, without the side channel.
-        @copydetails async_request(endpoint const&, request, request_options const&, request_info&, Token&&)
+    /** Sends one request with the client's options, without the side channel.
+
+        A caller that must know whether a failed request may have taken effect uses an overload
+        with `request_info` instead.
+
+        @param ep where to send (see `parse_endpoint`)
+        @param req the request, already signed
+        @param token the completion token (default: `asio::deferred`); the handler's signature,
+               errors, executor and cancellation are those of the four-argument overload
     */
     template <class Token = boost::asio::deferred_t>
         requires(!std::is_same_v<std::remove_cvref_t<Token>, request_info>)

@@ -135,7 +135,10 @@ struct endpoint {
 */
 BATON_DECL boost::system::result<endpoint> parse_endpoint(std::string_view url, diagnostics& diag);
 
-/// Parses an endpoint URL, dropping the explanation. @copydetails parse_endpoint(std::string_view, diagnostics&)
+/** Parses an endpoint URL by the rules of the overload with `diagnostics`, dropping the explanation.
+
+    @returns the endpoint, or `errc::invalid_argument`.
+*/
 BATON_DECL boost::system::result<endpoint> parse_endpoint(std::string_view url);
 
 

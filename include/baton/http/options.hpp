@@ -13,6 +13,12 @@
 #include <baton/core/error.hpp>
 
 namespace baton::http {
+/** The settings of one `client`, fixed at its construction: timeouts, limits on what a server
+    may send, the pool's size and TLS trust.
+
+    Every field has a working default; `validate()`, which the client's constructor calls,
+    rejects zero or out-of-range values.
+*/
 struct client_options {
     /// Time to open a new connection: DNS resolution, TCP connect and the TLS handshake together. Default 3 s.
     std::chrono::milliseconds connect_timeout{3000};

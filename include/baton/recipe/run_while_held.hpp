@@ -24,6 +24,15 @@
 
 namespace baton {
 
+namespace detail {
+// Tells "the lease was destroyed" from a cancellation; a lease type without the hook is never closed.
+template <class Lease>
+auto closed_watch_of(Lease const& lease) {
+    if constexpr (requires { lease_access::closed_watch(lease); }) return lease_access::closed_watch(lease);
+    else return [] { return false; };
+}
+} // namespace detail
+
 /** Runs `work(grant)` only while `lease` is held.
 
     Acquires (as `opts` says), then runs the work and waits for loss at the
@@ -32,9 +41,12 @@ namespace baton {
     lease is released, also after a loss (the marker lets others in at once
     if nobody took over).
 
+    @param lease the lease to hold: a `basic_lease`, or any type with the same `async_acquire`,
+    `async_wait_lost` and `async_release`
     @param work callable `(lease_grant) -> asio::awaitable<void>`; pass
     `grant.fencing_token` to fenced writes, and watch `lease.remaining()`
     for long steps.
+    @param opts how to acquire (see `acquire_options`)
     @returns success when the work finished while held and the release
     succeeded; `errc::lease_lost` when the work was cancelled by loss; the
     acquisition's error when it was never held; `operation_aborted` when
@@ -47,15 +59,6 @@ namespace baton {
     the work is cancelled, no release is sent, and this completes with
     `operation_aborted` without touching the lease again.
 */
-namespace detail {
-// Tells "the lease was destroyed" from a cancellation; a lease type without the hook is never closed.
-template <class Lease>
-auto closed_watch_of(Lease const& lease) {
-    if constexpr (requires { lease_access::closed_watch(lease); }) return lease_access::closed_watch(lease);
-    else return [] { return false; };
-}
-} // namespace detail
-
 template <class Lease, class Work>
 boost::asio::awaitable<error_code> run_while_held(Lease& lease, Work work, acquire_options opts = {}) {
     namespace asio = boost::asio;

@@ -108,11 +108,40 @@ enum class fault_kind {
     pass,                  ///< no fault (to script a fault for a later request; latency stays)
 };
 
-/// Counts of faults injected, by kind.
+/// Counts of faults injected, by kind (random and scripted ones alike), and of the requests seen.
 struct fault_counts {
     std::uint64_t requests = 0, dropped_requests = 0, dropped_responses = 0, conflicts = 0, preconditions = 0,
                   server_errors = 0, unavailable = 0, throttled = 0, delayed = 0, timeouts = 0, held = 0,
                   throttled_applied = 0, duplicated = 0, stale_reads = 0;
+    /// @var requests
+    /// Requests that went through the wrapper: gets, puts, erases and lists (probes are not counted).
+    /// @var dropped_requests
+    /// Requests that never reached the store.
+    /// @var dropped_responses
+    /// Requests applied whose answer was lost.
+    /// @var conflicts
+    /// Writes answered 409 and not applied.
+    /// @var preconditions
+    /// Writes answered with a spurious 412 and not applied.
+    /// @var server_errors
+    /// Requests answered 500, applied or not.
+    /// @var unavailable
+    /// Requests answered 503 and not applied.
+    /// @var throttled
+    /// Requests answered throttled and not applied.
+    /// @var delayed
+    /// Trips (a request on its way in, or its answer on its way out) given an extra delay.
+    /// @var timeouts
+    /// Requests whose client timeout (`fault_profile::request_timeout`) passed before an answer.
+    /// @var held
+    /// Requests held in the network by `fault_kind::hold`.
+    /// @var throttled_applied
+    /// Writes applied, yet answered throttled.
+    /// @var duplicated
+    /// Requests that reached the store twice.
+    /// @var stale_reads
+    /// Reads drawn to be answered with this client's previous answer for the key (a read with
+    /// no previous answer is answered as usual).
 };
 
 /** Wraps a backend with injected faults. Copies share the fault state.
