@@ -4,7 +4,8 @@
 
 /** @file
     Layer: top. Include in exactly one translation unit when `BATON_SEPARATE_COMPILATION`
-    is defined, to compile baton's non-template code once.
+    is defined, to compile once baton's non-template code and the S3 and DynamoDB stores'
+    request code (whose instantiations the store headers then declare `extern`).
 */
 
 #ifndef BATON_SEPARATE_COMPILATION

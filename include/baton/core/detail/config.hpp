@@ -7,7 +7,8 @@
 
     baton is header-only. Defining `BATON_SEPARATE_COMPILATION` in every
     translation unit and including `<baton/src.hpp>` in exactly one of them
-    compiles the non-template parts once instead (optional, never required).
+    compiles the non-template parts, and the S3 and DynamoDB stores' request
+    code, once instead (optional, never required).
 */
 
 #ifdef BATON_SEPARATE_COMPILATION
