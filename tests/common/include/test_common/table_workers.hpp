@@ -118,6 +118,18 @@ struct table_log {
     }
 };
 
+// What the works below share: a timer of virtual time, its clock's reading, and the start of a
+// work (its first record number, from the grant's checkpoint, and the log's start event).
+using work_timer = boost::asio::basic_waitable_timer<baton::sim::virtual_clock, boost::asio::wait_traits<baton::sim::virtual_clock>,
+                                                     boost::asio::any_io_executor>;
+inline std::int64_t virtual_now() { return baton::sim::virtual_clock::now().time_since_epoch().count(); }
+template <class Shard>
+std::uint64_t start_work(table_log& log, std::string const& worker, Shard& s) {
+    std::uint64_t const n = s.grant().checkpoint ? std::stoull(*s.grant().checkpoint) : 0;
+    log.add({table_event::kind::start, virtual_now(), worker, s.shard(), s.token(), n});
+    return n;
+}
+
 // The work: one record every `step` of the worker's own time, a checkpoint after each.
 // `unknown_as_failure`: a checkpoint whose outcome was unknown is logged as failed (what a
 // caller that guesses "not landed" believes), for checks that must catch it.
@@ -127,12 +139,9 @@ typename Table::work_type numbered_records_work(std::shared_ptr<table_log> log, 
                                                 bool unknown_as_failure = false) {
     return [log, worker, clock, step, unknown_as_failure](typename Table::shard_type s) -> boost::asio::awaitable<void> {
         namespace asio = boost::asio;
-        using timer_t = asio::basic_waitable_timer<baton::sim::virtual_clock, asio::wait_traits<baton::sim::virtual_clock>,
-                                                   asio::any_io_executor>;
-        auto now = [] { return baton::sim::virtual_clock::now().time_since_epoch().count(); };
-        std::uint64_t n = s.grant().checkpoint ? std::stoull(*s.grant().checkpoint) : 0;
-        log->add({table_event::kind::start, now(), worker, s.shard(), s.token(), n});
-        timer_t t(co_await asio::this_coro::executor);
+        auto const now = virtual_now;
+        std::uint64_t n = start_work(*log, worker, s);
+        work_timer t(co_await asio::this_coro::executor);
         for (;;) {
             if (s.stop_requested()) break;
             // A record is only started with the budget to finish it; else wait for a renewal.
@@ -164,12 +173,9 @@ typename Table::work_type loss_ignoring_work(std::shared_ptr<table_log> log, std
                                              baton::sim::manual_clock clock, std::chrono::nanoseconds step) {
     return [log, worker, clock, step](typename Table::shard_type s) -> boost::asio::awaitable<void> {
         namespace asio = boost::asio;
-        using timer_t = asio::basic_waitable_timer<baton::sim::virtual_clock, asio::wait_traits<baton::sim::virtual_clock>,
-                                                   asio::any_io_executor>;
-        auto now = [] { return baton::sim::virtual_clock::now().time_since_epoch().count(); };
-        std::uint64_t n = s.grant().checkpoint ? std::stoull(*s.grant().checkpoint) : 0;
-        log->add({table_event::kind::start, now(), worker, s.shard(), s.token(), n});
-        timer_t t(co_await asio::this_coro::executor);
+        auto const now = virtual_now;
+        std::uint64_t n = start_work(*log, worker, s);
+        work_timer t(co_await asio::this_coro::executor);
         for (int after_loss = 0; after_loss < 3;) {
             if (s.stop_requested() && !s.lost()) break;
             t.expires_at(clock.timer_expiry(step));
