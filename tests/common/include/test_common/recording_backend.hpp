@@ -23,6 +23,37 @@
 
 namespace test_common {
 
+// A record store that passes every operation to `Inner`: the stores below replace `async_put`,
+// the one they watch.
+template <class Inner>
+class forwarding_store {
+public:
+    using executor_type = typename Inner::executor_type;
+
+    explicit forwarding_store(Inner inner) : inner_(std::move(inner)) {}
+
+    executor_type get_executor() const { return inner_.get_executor(); }
+    template <class Handler>
+    void async_get(std::string key, Handler&& h) {
+        inner_.async_get(std::move(key), std::forward<Handler>(h));
+    }
+    template <class Handler>
+    void async_erase(std::string key, baton::precondition pc, Handler&& h) {
+        inner_.async_erase(std::move(key), std::move(pc), std::forward<Handler>(h));
+    }
+    template <class Handler>
+    void async_list(std::string prefix, std::string after, std::size_t limit, Handler&& h) {
+        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<Handler>(h));
+    }
+    template <class Handler>
+    void async_probe(Handler&& h) {
+        inner_.async_probe(std::forward<Handler>(h));
+    }
+
+protected:
+    Inner inner_;
+};
+
 // One applied put: the key and the body written.
 struct applied_put {
     std::string key;
@@ -38,19 +69,11 @@ using applied_log = std::vector<applied_put>;
 enum class fenced_hook { none, dynamodb, naive };
 
 template <fenced_hook Hook>
-class basic_recording_backend {
+class basic_recording_backend : public forwarding_store<baton::memory_backend> {
 public:
-    using executor_type = baton::memory_backend::executor_type;
-
     basic_recording_backend(baton::memory_backend inner, std::shared_ptr<applied_log> log)
-        : inner_(std::move(inner)), log_(std::move(log)) {}
+        : forwarding_store(std::move(inner)), log_(std::move(log)) {}
 
-    executor_type get_executor() const { return inner_.get_executor(); }
-
-    template <class Handler>
-    void async_get(std::string key, Handler&& h) {
-        inner_.async_get(std::move(key), std::forward<Handler>(h));
-    }
     template <class Handler>
     void async_put(std::string key, std::string body, baton::precondition pc, Handler&& h) {
         auto log = log_;
@@ -80,21 +103,8 @@ public:
                       : cur ? baton::precondition::matches(cur->version) : baton::precondition::absent();
         async_put(std::move(key), std::move(body), std::move(pc), std::forward<Handler>(h));
     }
-    template <class Handler>
-    void async_erase(std::string key, baton::precondition pc, Handler&& h) {
-        inner_.async_erase(std::move(key), std::move(pc), std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_list(std::string prefix, std::string after, std::size_t limit, Handler&& h) {
-        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_probe(Handler&& h) {
-        inner_.async_probe(std::forward<Handler>(h));
-    }
 
 private:
-    baton::memory_backend inner_;
     std::shared_ptr<applied_log> log_;
 };
 
@@ -131,39 +141,19 @@ inline baton::sim::fault_profile random_write_faults(baton::sim::scheduler& sche
     sent it, however late it landed, and can check it against what that call was told.
 */
 template <class Inner, class NonceOf>
-class attributing_store {
+class attributing_store : public forwarding_store<Inner> {
 public:
-    using executor_type = typename Inner::executor_type;
     using attributions = std::map<std::string, std::string>; // nonce -> call
 
     attributing_store(Inner inner, std::shared_ptr<attributions> to, std::shared_ptr<std::string> current)
-        : inner_(std::move(inner)), to_(std::move(to)), current_(std::move(current)) {}
-
-    executor_type get_executor() const { return inner_.get_executor(); }
-    template <class Handler>
-    void async_get(std::string key, Handler&& h) {
-        inner_.async_get(std::move(key), std::forward<Handler>(h));
-    }
+        : forwarding_store<Inner>(std::move(inner)), to_(std::move(to)), current_(std::move(current)) {}
     template <class Handler>
     void async_put(std::string key, std::string body, baton::precondition pc, Handler&& h) {
         if (auto n = NonceOf{}(body); !n.empty()) (*to_)[n] = *current_;
-        inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_erase(std::string key, baton::precondition pc, Handler&& h) {
-        inner_.async_erase(std::move(key), std::move(pc), std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_list(std::string prefix, std::string after, std::size_t limit, Handler&& h) {
-        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<Handler>(h));
-    }
-    template <class Handler>
-    void async_probe(Handler&& h) {
-        inner_.async_probe(std::forward<Handler>(h));
+        this->inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<Handler>(h));
     }
 
 private:
-    Inner inner_;
     std::shared_ptr<attributions> to_;
     std::shared_ptr<std::string> current_;
 };
