@@ -1175,4 +1175,58 @@ TEST_CASE("S3 and DynamoDB: an expired token is re-sent once only, and never wit
     }
 }
 
+TEST_CASE("S3 and DynamoDB: every operation reaches the service and reports its refusal") {
+    // Every kind of request each store sends, against a service that refuses them all: each
+    // completes once, with an error. Built separately compiled (CI's TSan build), this also checks
+    // that <baton/src.hpp> instantiates every operation the store headers declare extern.
+    net::io_context ioc;
+    std::size_t completions = 0;
+    std::vector<std::string> unexpected; // operations that reported success
+    auto note = [&](char const* what) {
+        return [&, what](error_code ec, auto const&...) {
+            ++completions;
+            if (!ec) unexpected.emplace_back(what);
+        };
+    };
+    auto with_static_keys = [](auto p) {
+        p.credentials.access_key_id = "AKIDSTATIC";
+        p.credentials.secret_access_key = "secret";
+        return p;
+    };
+    SUBCASE("S3") {
+        responder server(ioc, [](server_request const&) {
+            return respond(403, "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>no</Message></Error>",
+                           "application/xml");
+        });
+        baton::s3_backend b(ioc.get_executor(), with_static_keys(s3_params_for(server)));
+        b.async_get("k", note("get"));
+        b.async_put("k", "v", baton::precondition::none(), note("put"));
+        b.async_put("k", "v", baton::precondition::absent(), note("put if absent"));
+        b.async_copy_object("k", "k2", note("copy"));
+        b.async_erase("k", baton::precondition::matches("\"v1\""), note("erase"));
+        b.async_list("", "", 10, note("list"));
+        b.async_probe(note("probe"));
+        b.async_create_bucket(note("create bucket"));
+        REQUIRE(run_until(ioc, [&] { return completions == 8; }));
+    }
+    SUBCASE("DynamoDB") {
+        responder server(ioc, [](server_request const&) {
+            return respond(400, R"({"__type":"com.amazonaws.dynamodb.v20120810#AccessDeniedException","message":"no"})",
+                           "application/x-amz-json-1.0");
+        });
+        baton::dynamodb_backend b(ioc.get_executor(), with_static_keys(dynamodb_params_for(server)));
+        b.async_get("k", note("get"));
+        b.async_put("k", "v", baton::precondition::none(), note("put"));
+        b.async_put_fenced("k", "v", 7, std::nullopt, note("fenced put"));
+        b.async_erase("k", baton::precondition::matches("v1"), note("erase"));
+        b.async_list("", "", 10, note("list"));
+        b.async_probe(note("probe"));
+        b.async_create_table(note("create table"));
+        b.async_check_table(note("check table"));
+        b.async_call("DescribeTable", R"({"TableName":"baton"})", note("call"));
+        REQUIRE(run_until(ioc, [&] { return completions == 9; }));
+    }
+    CHECK_MESSAGE(unexpected.empty(), "reported success: " << (unexpected.empty() ? "" : unexpected.front()));
+}
+
 } // namespace credentials_tests
