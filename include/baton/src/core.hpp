@@ -1,0 +1,30 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_SRC_CORE_HPP
+#define BATON_SRC_CORE_HPP
+
+/** @file
+    Top of the house. Part of `<baton/src.hpp>`: baton's non-template code (errors, SigV4, the
+    AWS configuration and credentials, the JSON, XML and record parsers, the file store),
+    compiled once. Include it in exactly one translation unit of a program built with
+    `BATON_SEPARATE_COMPILATION`, or include `<baton/src.hpp>` for every part at once.
+*/
+
+#ifndef BATON_SEPARATE_COMPILATION
+#error "Define BATON_SEPARATE_COMPILATION in every translation unit before including <baton/src/core.hpp>"
+#endif
+
+#undef BATON_DECL
+#define BATON_DECL
+
+#include <baton/core/impl/error.ipp>
+#include <baton/http/impl/endpoint.ipp>
+#include <baton/aws/impl/sigv4.ipp>
+#include <baton/aws/impl/endpoint.ipp>
+#include <baton/aws/impl/profile.ipp>
+#include <baton/aws/impl/xml.ipp>
+#include <baton/aws/impl/credential_source.ipp>
+#include <baton/backend/impl/dynamodb_json.ipp>
+#include <baton/backend/impl/file_store.ipp>
+#include <baton/recipe/impl/lease_record.ipp>
+
+#endif
