@@ -193,6 +193,34 @@ TEST_CASE("a released record is claimed at once, keeping the token sequence") {
     CHECK(claim.pc.version() == "v7");
 }
 
+TEST_CASE("a record that went back to an older token is claimed above every token this object held") {
+    // Deleted outside baton, a key can be created again by a create that was delayed in the
+    // network, carrying an older token. A claim at that token + 1 would repeat a token this object
+    // held before, and a lease table takes a worker's token for its term: the term would live again.
+    fixture f("c");
+    (void)f.m.acquire_start(0s, true);
+    baton::put_result refused;
+    refused.current = foreign(7, "v7", true);
+    auto claim = f.m.acquire_on_write(10ms, error_code(errc::precondition_failed), refused);
+    REQUIRE(claim.what == act::write);
+    REQUIRE(body_of(claim).token == 8);
+    REQUIRE(f.m.acquire_on_write(20ms, {}, written("v8")).what == act::done);
+    auto marker = f.m.release_start(1s);
+    REQUIRE(marker.what == act::write);
+    REQUIRE(f.m.release_on_write(1s + 5ms, {}, written("v9")).what == act::done);
+    // The next acquisition finds the key at token 3: someone's create, delayed, landed after a deletion.
+    auto back = f.m.acquire_start(2s, false);
+    REQUIRE(back.what == act::write);
+    baton::put_result went_back;
+    went_back.current = foreign(3, "v10", true);
+    auto again = f.m.acquire_on_write(2s + 5ms, error_code(errc::precondition_failed), went_back);
+    REQUIRE(again.what == act::write);
+    CHECK(again.pc.version() == "v10");
+    CHECK(body_of(again).token == 9); // not 4
+    REQUIRE(f.m.acquire_on_write(2s + 10ms, {}, written("v11")).what == act::done);
+    CHECK(f.m.token() == 9);
+}
+
 TEST_CASE("a claim that lands too late to act on is refreshed under the same token before it counts") {
     fixture f;
     auto claim = f.m.acquire_start(0s, true);

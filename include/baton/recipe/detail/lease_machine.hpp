@@ -189,7 +189,7 @@ public:
         looping_ = own_release_ && !own_release_->version.empty() && now - own_release_->at <= std::chrono::nanoseconds(opts_.poll_interval) / 8;
         if (known_ && released_) {
             if (released_by_us()) return take_back(now);
-            return claim(now, known_token_ + 1, precondition::matches(known_version_));
+            return claim(now, next_token(), precondition::matches(known_version_));
         }
         if (!known_ || absent_) return create(now);
         return lease_action::read();
@@ -563,7 +563,7 @@ private:
             }
             yielded_ = true; // the waiters have had that time already
         }
-        return claim(now, known_token_ + 1, precondition::matches(known_version_), true, contended);
+        return claim(now, next_token(), precondition::matches(known_version_), true, contended);
     }
 
     // `contended`: the claim is of a released record just seen (a read, or a refusal that showed
@@ -581,8 +581,14 @@ private:
 
     // The record is absent: create it, with a token above every one this object saw and the floor.
     lease_action create(own_time now) {
-        return claim(now, std::max(max_token_seen_ + 1, creation_floor_), precondition::absent());
+        return claim(now, std::max(next_token(), creation_floor_), precondition::absent());
     }
+
+    // The token of a claim over a record: above the record's, and above every token this object
+    // saw. A record can go back: deleted outside baton, then created again by a create that was
+    // delayed in the network, it carries an older token; claimed at that token + 1, a term of this
+    // object would repeat one it held before (a lease table would take it for that term alive).
+    std::uint64_t next_token() const noexcept { return max_token_seen_ + 1; }
 
     lease_action claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent) {
         note_success();
@@ -653,7 +659,7 @@ private:
             // while this version is current. A new term gets a new token.
             attempt_ = 0;
             took_over_ = false;
-            return claim(now, b.token + 1, precondition::matches(r.version), false, b.released);
+            return claim(now, next_token(), precondition::matches(r.version), false, b.released);
         }
         if (!observed_ || observed_->version != r.version) {
             if (!observed_) observed_ = std::make_unique<observation>();
@@ -665,7 +671,7 @@ private:
         auto const elapsed = now - observed_->since;
         if (elapsed >= window) {
             took_over_ = true;
-            return claim(now, b.token + 1, precondition::matches(r.version));
+            return claim(now, next_token(), precondition::matches(r.version));
         }
         if (try_once_) {
             state_ = lease_state::idle;
