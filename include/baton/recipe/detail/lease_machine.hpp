@@ -605,7 +605,6 @@ private:
         absent_ = false;
         released_ = false;
         known_version_ = version;
-        known_token_ = token;
         if (now >= sent + renew_deadline()) {
             // It landed, but too late to act on: refresh our own record first.
             late_claim_ = true;
@@ -643,7 +642,6 @@ private:
         absent_ = false;
         released_ = b.released;
         known_version_ = r.version;
-        known_token_ = b.token;
         if (pending_ && pending_->nonce == b.nonce) {
             report(*pending_, settlement_outcome::landed);
             inflight_ = *pending_;
@@ -804,7 +802,6 @@ private:
         absent_ = false;
         released_ = true;
         known_version_ = version;
-        known_token_ = held_.token;
         if (!own_release_) own_release_ = std::make_unique<own_release>();
         own_release_->version = version;
         own_release_->at = now;
@@ -913,7 +910,6 @@ private:
     bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
     bool inflight_contended_ = false; // the claim in flight is of a released record just seen (see claim())
     std::string known_version_;
-    std::uint64_t known_token_ = 0;
     std::uint64_t max_token_seen_ = 0;
     std::uint64_t acquisition_ = 0; // acquisitions started, to tell this one's claims from earlier ones
 
