@@ -182,13 +182,20 @@ TEST_CASE("a contender waits ttl x skew of its own time from its first read, the
     CHECK(a.pc.version() == "v4");
 }
 
-TEST_CASE("a released record is claimed at once, keeping the token sequence") {
-    fixture f("c");
-    (void)f.m.acquire_start(0s, true);
+// A fresh acquisition whose create is refused by a record released at token 7 ("v7"): the claim
+// over that record.
+lease_action claim_over_released_7(lease_machine& m) {
+    (void)m.acquire_start(0s, true);
     baton::put_result refused;
     refused.current = foreign(7, "v7", true);
-    auto claim = f.m.acquire_on_write(10ms, error_code(errc::precondition_failed), refused);
+    auto claim = m.acquire_on_write(10ms, error_code(errc::precondition_failed), refused);
     REQUIRE(claim.what == act::write);
+    return claim;
+}
+
+TEST_CASE("a released record is claimed at once, keeping the token sequence") {
+    fixture f("c");
+    auto claim = claim_over_released_7(f.m);
     CHECK(body_of(claim).token == 8);
     CHECK(claim.pc.version() == "v7");
 }
@@ -198,11 +205,7 @@ TEST_CASE("a record that went back to an older token is claimed above every toke
     // network, carrying an older token. A claim at that token + 1 would repeat a token this object
     // held before, and a lease table takes a worker's token for its term: the term would live again.
     fixture f("c");
-    (void)f.m.acquire_start(0s, true);
-    baton::put_result refused;
-    refused.current = foreign(7, "v7", true);
-    auto claim = f.m.acquire_on_write(10ms, error_code(errc::precondition_failed), refused);
-    REQUIRE(claim.what == act::write);
+    auto claim = claim_over_released_7(f.m);
     REQUIRE(body_of(claim).token == 8);
     REQUIRE(f.m.acquire_on_write(20ms, {}, written("v8")).what == act::done);
     auto marker = f.m.release_start(1s);
