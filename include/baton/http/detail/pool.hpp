@@ -12,9 +12,14 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/append.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/error.hpp>
@@ -36,7 +41,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/verb.hpp>
-#include <boost/beast/http/write.hpp>
 #include <boost/system/result.hpp>
 #include <boost/system/system_error.hpp>
 #include <boost/url/parse.hpp>
@@ -77,7 +81,27 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
+// What one write hands to the socket: a write may take less than it is given, and what the
+// client writes (a request's head and body, or the pieces of Beast's serializer) fits in far fewer.
+struct write_buffers {
+    static constexpr std::size_t capacity = 16;
+    std::array<asio::const_buffer, capacity> items{};
+    std::size_t count = 0;
+
+    asio::const_buffer const* begin() const noexcept { return items.data(); }
+    asio::const_buffer const* end() const noexcept { return items.data() + count; }
+};
+
+using io_handler = asio::any_completion_handler<void(error_code, std::size_t)>;
+
 // One pooled connection: a plain or a TLS stream, and the read buffer that belongs to it.
+//
+// It is itself the stream the request is read and written on, plain or TLS alike, so that
+// Beast's HTTP read and write and Asio's composed write compile once, not once per stream type,
+// and the TCP and TLS operations under them once each, for one erased handler type: that was a
+// third of what a unit that sends a request costs to compile. At run time a read or a write pays
+// a branch and one handler allocation from Asio's recycling allocator, nothing next to a round
+// trip.
 struct connection {
     connection(asio::any_io_executor const& ex, asio::ssl::context* tls_ctx) {
         if (tls_ctx != nullptr)
@@ -94,12 +118,70 @@ struct connection {
 
     beast::tcp_stream& tcp() noexcept { return tls ? tls->next_layer() : *plain; }
 
-    template <class F>
-    void with_stream(F&& f) {
-        if (tls)
-            f(*tls);
+    // ---- AsyncReadStream, AsyncWriteStream ----------------------------------
+    using executor_type = asio::any_io_executor;
+
+    executor_type get_executor() noexcept { return tcp().get_executor(); }
+
+    template <class MutableBufferSequence, class Token>
+    auto async_read_some(MutableBufferSequence const& buffers, Token&& token) {
+        // A read may fill less than it is given: the first buffer with room is enough.
+        asio::mutable_buffer first;
+        for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it) {
+            first = asio::mutable_buffer(*it);
+            if (first.size() != 0) break;
+        }
+        return asio::async_initiate<Token, void(error_code, std::size_t)>(
+            [](auto handler, connection* c, asio::mutable_buffer b) { start_read(*c, b, recycled(std::move(handler))); },
+            token, this, first);
+    }
+
+    template <class ConstBufferSequence, class Token>
+    auto async_write_some(ConstBufferSequence const& buffers, Token&& token) {
+        write_buffers w;
+        for (auto it = asio::buffer_sequence_begin(buffers);
+             it != asio::buffer_sequence_end(buffers) && w.count < write_buffers::capacity; ++it) {
+            asio::const_buffer const b(*it);
+            if (b.size() != 0) w.items[w.count++] = b;
+        }
+        return asio::async_initiate<Token, void(error_code, std::size_t)>(
+            [](auto handler, connection* c, write_buffers const& b) {
+                start_write(*c, b, recycled(std::move(handler)));
+            },
+            token, this, w);
+    }
+
+    // Erasing a handler allocates with its allocator: with the default one, that is Asio's
+    // thread-local recycling cache, as for Asio's own operations, instead of the heap.
+    template <class Handler>
+    static auto recycled(Handler&& h) {
+        if constexpr (std::is_same_v<asio::associated_allocator_t<std::decay_t<Handler>>, std::allocator<void>>)
+            return asio::bind_allocator(asio::recycling_allocator<void>(), std::forward<Handler>(h));
         else
-            f(*plain);
+            return std::forward<Handler>(h);
+    }
+
+    // The connection is a template parameter so that these compile where a request is sent,
+    // not in every unit that includes the client. The erased handler runs on the stream's
+    // executor, which is where the handler it stands for (Beast's or Asio's composed
+    // operation's) runs too: Asio 1.81's TLS stream cannot post to the erased handler's own
+    // executor type.
+    template <class Connection>
+    static void start_read(Connection& c, asio::mutable_buffer b, io_handler h) {
+        auto bound = asio::bind_executor(c.get_executor(), std::move(h));
+        if (c.tls)
+            c.tls->async_read_some(b, std::move(bound));
+        else
+            c.plain->async_read_some(b, std::move(bound));
+    }
+
+    template <class Connection>
+    static void start_write(Connection& c, write_buffers const& b, io_handler h) {
+        auto bound = asio::bind_executor(c.get_executor(), std::move(h));
+        if (c.tls)
+            c.tls->async_write_some(b, std::move(bound));
+        else
+            c.plain->async_write_some(b, std::move(bound));
     }
 
     void close() noexcept {

@@ -297,32 +297,24 @@ struct basic_request_op : std::enable_shared_from_this<basic_request_op<Unused>>
         conn->tcp().expires_never(); // the exchange's deadline is this op's entry in the queue
         arm_timer(deadline);
         sent_at = std::chrono::system_clock::now();
-        auto on_sent = [this] {
-            return [self = this->shared_from_this()](error_code e, std::size_t) { self->on_write(e); };
-        };
-        if (!writes_in_one_piece(req)) {
-            conn->with_stream([&](auto& s) { bhttp::async_write(s, req, on_sent()); });
-            return;
-        }
         write_request_head(req, conn->out);
-        std::array<asio::const_buffer, 2> bytes{asio::buffer(conn->out), asio::buffer(req.body())};
+        std::array<asio::const_buffer, 3> bytes{asio::buffer(conn->out), asio::buffer(req.body()),
+                                                 asio::buffer(request_tail(req))};
         if (!conn->tls && conn->tcp().socket().non_blocking()) {
             // A plain socket nearly always takes a request at once: one sendmsg now, and no trip
             // through the scheduler (Asio would post the completion of a write that did not wait).
             error_code ec;
             std::size_t const n = conn->tcp().socket().write_some(bytes, ec);
-            std::size_t const total = bytes[0].size() + bytes[1].size();
-            if (!ec && n == total) return on_write(error_code{});
+            if (!ec && n == asio::buffer_size(bytes)) return on_write(error_code{});
             if (ec && ec != asio::error::would_block) return on_write(ec);
-            std::size_t const done = ec ? 0 : n;
-            if (done >= bytes[0].size()) {
-                bytes[1] += done - bytes[0].size();
-                bytes[0] = asio::const_buffer{};
-            } else {
-                bytes[0] += done;
+            for (std::size_t done = ec ? 0 : n; auto& b : bytes) { // skip what was sent
+                std::size_t const skip = std::min(done, b.size());
+                b += skip;
+                done -= skip;
             }
         }
-        conn->with_stream([&](auto& s) { asio::async_write(s, bytes, on_sent()); });
+        asio::async_write(*conn, bytes,
+                          [self = this->shared_from_this()](error_code e, std::size_t) { self->on_write(e); });
     }
 
     std::string via() const { return info.reused_connection ? " (on a reused connection)" : ""; }
@@ -351,10 +343,8 @@ struct basic_request_op : std::enable_shared_from_this<basic_request_op<Unused>>
         parser->body_limit(st->opts.max_response_body_bytes);
         parser->header_limit(st->opts.max_response_header_bytes);
         if (req.method() == bhttp::verb::head) parser->skip(true);
-        conn->with_stream([&](auto& s) {
-            bhttp::async_read(s, conn->buffer, *parser,
-                              [self = this->shared_from_this()](error_code e, std::size_t) { self->on_read(e); });
-        });
+        bhttp::async_read(*conn, conn->buffer, *parser,
+                          [self = this->shared_from_this()](error_code e, std::size_t) { self->on_read(e); });
     }
 
     void on_read(error_code ec) {

@@ -4,6 +4,11 @@
 // Layer: wire (http), internal. The compiled part of http/endpoint.hpp: parsing endpoints and HTTP dates.
 #include <baton/http/endpoint.hpp>
 
+#include <boost/url/parse.hpp>
+
+#include <algorithm>
+#include <cctype>
+
 namespace baton::http {
 
 BATON_DECL boost::system::result<endpoint> parse_endpoint(std::string_view url, diagnostics& diag) {
