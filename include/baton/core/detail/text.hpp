@@ -5,6 +5,8 @@
 // Layer: core, internal. Small text helpers every layer needs, written once:
 // UTF-8 decoding and validation, trimming ASCII white space, hex digits, JSON strings.
 
+#include <baton/core/detail/config.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -75,11 +77,7 @@ inline std::uint64_t load_word(char const* p) noexcept {
 }
 
 /// How many of the first bytes of `s` are ASCII, counted eight at a time: a multiple of eight.
-inline std::size_t ascii_prefix(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (s.size() - i >= 8 && (load_word(s.data() + i) & 0x8080808080808080u) == 0) i += 8;
-    return i;
-}
+BATON_DECL std::size_t ascii_prefix(std::string_view s) noexcept;
 
 /// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 constexpr bool is_utf8(std::string_view s) noexcept {
@@ -126,36 +124,13 @@ inline constexpr std::array<unsigned char, 256> json_escape_extra = [] {
 
 /** True when none of the eight bytes of `w` is escaped in a JSON string: no control byte
     (below 0x20), `"` or `\\`. Bytes from 0x80 up pass (UTF-8 is written as it is). */
-inline bool json_plain_word(std::uint64_t w) noexcept {
-    constexpr std::uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    // The exact tests for "some byte is below n" and "some byte is zero" (the last two, after
-    // an XOR that makes a `"` or `\\` zero): each leaves a high bit set only when a byte matches.
-    auto const control = (w - ones * 0x20) & ~w;
-    auto const quote = w ^ (ones * '"');
-    auto const backslash = w ^ (ones * '\\');
-    auto const zero_quote = (quote - ones) & ~quote;
-    auto const zero_backslash = (backslash - ones) & ~backslash;
-    return ((control | zero_quote | zero_backslash) & highs) == 0;
-}
+BATON_DECL bool json_plain_word(std::uint64_t w) noexcept;
 
 /// How many of the first bytes of `s` need no escape in a JSON string, eight at a time.
-inline std::size_t json_plain_prefix(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (s.size() - i >= 8 && json_plain_word(load_word(s.data() + i))) i += 8;
-    return i;
-}
+BATON_DECL std::size_t json_plain_prefix(std::string_view s) noexcept;
 
 /// The size of `s` written as a JSON string, quotes included (see `text_writer::json_quoted`).
-inline std::size_t json_quoted_size(std::string_view s) noexcept {
-    std::size_t n = s.size() + 2;
-    for (std::size_t i = 0; i < s.size();) {
-        i += json_plain_prefix(s.substr(i));
-        // The word with something to escape, or the tail shorter than a word, byte by byte.
-        for (std::size_t const end = std::min(s.size(), i + 8); i < end; ++i)
-            n += json_escape_extra[static_cast<unsigned char>(s[i])];
-    }
-    return n;
-}
+BATON_DECL std::size_t json_quoted_size(std::string_view s) noexcept;
 
 /** Writes text at the end of a string through a pointer, with plain stores: `room(n)` makes
     space for `n` more bytes (the string grows, zero-filled; see grow()), and the
@@ -165,12 +140,7 @@ inline std::size_t json_quoted_size(std::string_view s) noexcept {
 class text_writer {
 public:
     /// Writes after what `out` holds, with room for `expected` bytes before the first growth.
-    explicit text_writer(std::string& out, std::size_t expected = 0) : out_(out), start_(out.size()) {
-        std::size_t const len = out.size();
-        out.resize(len + expected);
-        p_ = out.data() + len;
-        end_ = out.data() + out.size();
-    }
+    explicit text_writer(std::string& out, std::size_t expected = 0);
     text_writer(text_writer const&) = delete;
     text_writer& operator=(text_writer const&) = delete;
     ~text_writer() { out_.resize(size()); }
@@ -203,22 +173,9 @@ public:
         `\u00XX`, every other byte as it is. In one pass when there is room for the worst
         case (six bytes a byte); else the escaped size is counted first, and only the room it
         needs is made. */
-    void json_quoted(std::string_view s) {
-        if (static_cast<std::size_t>(end_ - p_) / 6 > s.size() + 1)
-            escape(s, p_);
-        else
-            json_quoted(s, json_quoted_size(s));
-    }
+    void json_quoted(std::string_view s);
     /// The same when `quoted_size == json_quoted_size(s)` is known already: `s` is not counted again.
-    void json_quoted(std::string_view s, std::size_t quoted_size) {
-        char* p = room(quoted_size);
-        if (quoted_size != s.size() + 2) return escape(s, p);
-        *p++ = '"'; // nothing to escape
-        if (!s.empty()) std::memcpy(p, s.data(), s.size());
-        p += s.size();
-        *p++ = '"';
-        p_ = p;
-    }
+    void json_quoted(std::string_view s, std::size_t quoted_size);
 
     /// A pointer to `n` writable bytes at the end; advance past what was used with `advance`.
     char* room(std::size_t n) {
@@ -230,46 +187,13 @@ public:
 
 private:
     // Writes `s` quoted and escaped from `p`, where there is room for it.
-    void escape(std::string_view s, char* p) {
-        *p++ = '"';
-        for (char ch : s) {
-            auto const c = static_cast<unsigned char>(ch);
-            if (json_escape_extra[c] == 0) {
-                *p++ = ch;
-                continue;
-            }
-            *p++ = '\\';
-            switch (c) {
-            case '"': *p++ = '"'; break;
-            case '\\': *p++ = '\\'; break;
-            case '\b': *p++ = 'b'; break;
-            case '\f': *p++ = 'f'; break;
-            case '\n': *p++ = 'n'; break;
-            case '\r': *p++ = 'r'; break;
-            case '\t': *p++ = 't'; break;
-            default:
-                *p++ = 'u';
-                *p++ = '0';
-                *p++ = '0';
-                *p++ = hex_digit(c >> 4u);
-                *p++ = hex_digit(c);
-            }
-        }
-        *p++ = '"';
-        p_ = p;
-    }
+    void escape(std::string_view s, char* p);
 
     // Room for n, and for half as much again as this writer has had: a run of small writes grows
     // it geometrically, one large write by what it needs. Only this writer's part counts, so an
     // append to a long string zero-fills no more than the append (the string's capacity grows
     // geometrically on its own).
-    void grow(std::size_t n) {
-        std::size_t const len = size();
-        std::size_t const half = (out_.size() - start_) / 2;
-        out_.resize(len + (n > half ? n : half));
-        p_ = out_.data() + len;
-        end_ = out_.data() + out_.size();
-    }
+    void grow(std::size_t n);
 
     std::string& out_;
     std::size_t start_; // out_.size() when the writer was made
@@ -278,28 +202,18 @@ private:
 };
 
 /// Appends `s` as a JSON string, quotes included, as `text_writer::json_quoted` writes it.
-inline void append_json_quoted(std::string& out, std::string_view s) {
-    text_writer w(out);
-    w.json_quoted(s);
-}
+BATON_DECL void append_json_quoted(std::string& out, std::string_view s);
 
 /// `n` bytes as 2n lower-case hex digits.
-inline std::string to_hex(unsigned char const* p, std::size_t n) {
-    std::string out(2 * n, '0');
-    for (std::size_t i = 0; i < n; ++i) {
-        out[2 * i] = hex_digit(p[i] >> 4);
-        out[2 * i + 1] = hex_digit(p[i]);
-    }
-    return out;
-}
+BATON_DECL std::string to_hex(unsigned char const* p, std::size_t n);
 
 /// `v` as 16 lower-case hex digits, most significant first.
-inline std::string to_hex(std::uint64_t v) {
-    std::string out(16, '0');
-    for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(i)] = hex_digit(static_cast<unsigned>(v));
-    return out;
-}
+BATON_DECL std::string to_hex(std::uint64_t v);
 
 } // namespace baton::detail
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/core/impl/text.ipp>
+#endif
 
 #endif
