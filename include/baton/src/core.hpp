@@ -19,6 +19,7 @@
 #include <baton/core/impl/error.ipp>
 #include <baton/core/impl/text.ipp>
 #include <baton/core/impl/random.ipp>
+#include <baton/core/impl/retry.ipp>
 #include <baton/http/impl/endpoint.ipp>
 #include <baton/http/impl/request_bytes.ipp>
 #include <baton/aws/impl/sigv4.ipp>
