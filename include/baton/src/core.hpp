@@ -27,6 +27,9 @@
 #include <baton/aws/impl/profile.ipp>
 #include <baton/aws/impl/xml.ipp>
 #include <baton/aws/impl/credential_source.ipp>
+#include <baton/store/impl/settlement.ipp>
+#include <baton/store/impl/record_store.ipp>
+#include <baton/store/impl/commit_protocol.ipp>
 #include <baton/backend/impl/dynamodb_json.ipp>
 #include <baton/backend/impl/file_store.ipp>
 #include <baton/recipe/impl/lease_record.ipp>

@@ -131,13 +131,7 @@ struct commit_protocol_params {
     bool check_lock_store = true;
 
     /// @throws config_error naming the broken rule.
-    void validate() const {
-        if (object_prefix.size() > 256) throw config_error("commit_protocol_params: object_prefix longer than 256 bytes");
-        if (!detail::is_utf8(object_prefix)) throw config_error("commit_protocol_params: object_prefix must be valid UTF-8");
-        if (max_body_bytes == 0) throw config_error("commit_protocol_params: max_body_bytes must be at least 1");
-        if (max_unconditional_rounds == 0 || max_read_rounds == 0)
-            throw config_error("commit_protocol_params: max_unconditional_rounds and max_read_rounds must be at least 1");
-    }
+    void validate() const;
 };
 
 /// What `async_collect` did.
@@ -1039,5 +1033,9 @@ private:
 };
 
 } // namespace baton
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/store/impl/commit_protocol.ipp>
+#endif
 
 #endif

@@ -171,18 +171,7 @@ struct store_limits {
         strings must be UTF-8, and a key that a record names (a commit pointer, a lease table's
         shard) must stay readable as text.
     */
-    static error_code check_key(std::string_view key, diagnostics& diag) {
-        if (key.empty() || key.size() > max_key_bytes) {
-            diag.message = "key must be 1 to " + std::to_string(max_key_bytes) + " bytes (it is " +
-                           std::to_string(key.size()) + ")";
-            return errc::invalid_argument;
-        }
-        if (!detail::is_utf8(key)) {
-            diag.message = "key must be valid UTF-8";
-            return errc::invalid_argument;
-        }
-        return {};
-    }
+    static error_code check_key(std::string_view key, diagnostics& diag);
 };
 
 namespace detail {
@@ -225,5 +214,9 @@ concept record_store = std::copy_constructible<B> &&
     };
 
 } // namespace baton
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/store/impl/record_store.ipp>
+#endif
 
 #endif

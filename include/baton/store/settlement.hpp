@@ -19,6 +19,7 @@
     write means for it (a lease adopts its renewal; a claim becomes a grant).
 */
 
+#include <baton/core/detail/config.hpp>
 #include <baton/core/error.hpp>
 
 #include <algorithm>
@@ -38,11 +39,7 @@ namespace baton {
     proxy or an S3-compatible store may answer SlowDown after applying), and
     transport errors that are retryable.
 */
-inline bool outcome_unknown(error_code const& ec) noexcept {
-    return ec == errc::timeout || ec == errc::unknown_outcome || ec == errc::service_unavailable ||
-           ec == errc::conflict || ec == errc::throttled ||
-           (ec && ec.category() != baton::error_category() && is_retryable(ec));
-}
+BATON_DECL bool outcome_unknown(error_code const& ec) noexcept;
 
 /** Makes `out` a fresh nonce: 128 random bits from `rng` (a 64-bit generator) as 32 lowercase
     hex digits. Reuses `out`'s storage: no allocation when it held a nonce before. */
@@ -118,5 +115,9 @@ private:
 };
 
 } // namespace baton
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/store/impl/settlement.ipp>
+#endif
 
 #endif
