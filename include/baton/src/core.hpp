@@ -29,6 +29,8 @@
 #include <baton/aws/impl/credential_source.ipp>
 #include <baton/store/impl/settlement.ipp>
 #include <baton/store/impl/record_store.ipp>
+#include <baton/store/impl/recent_writers.ipp>
+#include <baton/store/impl/commit_pointer.ipp>
 #include <baton/store/impl/commit_protocol.ipp>
 #include <baton/backend/impl/dynamodb_json.ipp>
 #include <baton/backend/impl/file_store.ipp>

@@ -15,6 +15,7 @@
 // it never will (the record descends from the state it was conditional on, through writes that
 // are not it), it may still land (the record is that state), or the record cannot tell.
 
+#include <baton/core/detail/config.hpp>
 #include <baton/core/detail/text.hpp>
 
 #include <cstddef>
@@ -31,62 +32,23 @@ inline constexpr std::string_view origin_writer = "0000000000000000";
 
 // The prefix of `nonce` that recent lists keep; empty when the nonce is too short to stand in one,
 // or would read as the origin marker.
-inline std::string_view writer_prefix(std::string_view nonce) {
-    if (nonce.size() < writer_prefix_digits || nonce.substr(0, writer_prefix_digits) == origin_writer) return {};
-    return nonce.substr(0, writer_prefix_digits);
-}
+BATON_DECL std::string_view writer_prefix(std::string_view nonce);
 
 // True when `list` is a valid recent list: 1 to recent_writers_kept comma-separated entries of
 // 16 lowercase hex digits (the origin marker included).
-inline bool is_recent_list(std::string_view list) {
-    std::size_t n = 0;
-    for (;;) {
-        auto const comma = list.find(',');
-        std::string_view const p = list.substr(0, comma);
-        if (p.size() != writer_prefix_digits || !is_lower_hex(p) || ++n > recent_writers_kept) return false;
-        if (comma == std::string_view::npos) return true;
-        list.remove_prefix(comma + 1);
-    }
-}
+BATON_DECL bool is_recent_list(std::string_view list);
 
 // The recent list of a write on top of a record with `nonce` and `recent`. A nonce too short to
 // list ends the chain there.
-inline std::string recent_after(std::string_view nonce, std::string_view recent) {
-    std::string_view const head = writer_prefix(nonce);
-    if (head.empty()) return {};
-    std::string out(head);
-    std::size_t kept = 1;
-    while (!recent.empty() && kept < recent_writers_kept) {
-        auto const comma = recent.find(',');
-        out += ',';
-        out += recent.substr(0, comma);
-        ++kept;
-        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
-    }
-    return out;
-}
+BATON_DECL std::string recent_after(std::string_view nonce, std::string_view recent);
 
 // The n-th entry (0: the write just before) of a recent list, or empty.
-inline std::string_view recent_at(std::string_view recent, std::size_t n) {
-    for (; n > 0 && !recent.empty(); --n) {
-        auto const comma = recent.find(',');
-        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
-    }
-    return recent.substr(0, recent.find(','));
-}
+BATON_DECL std::string_view recent_at(std::string_view recent, std::size_t n);
 
 // Where `prefix` (a writer prefix, or the origin marker) stands in the chain of a record with
 // `nonce` and `recent`: 0 for the record itself, i for its i-th entry; none when absent.
-inline std::optional<std::size_t> chain_index(std::string_view nonce, std::string_view recent, std::string_view prefix) {
-    if (prefix.empty()) return std::nullopt;
-    if (writer_prefix(nonce) == prefix) return 0;
-    for (std::size_t i = 1; !recent.empty(); ++i) {
-        auto const comma = recent.find(',');
-        if (recent.substr(0, comma) == prefix) return i;
-        recent = comma == std::string_view::npos ? std::string_view() : recent.substr(comma + 1);
-    }
-    return std::nullopt;
-}
+BATON_DECL std::optional<std::size_t> chain_index(std::string_view nonce, std::string_view recent,
+                                                  std::string_view prefix);
 
 // What a record read back says of one write in doubt.
 enum class doubt_fate {
@@ -100,16 +62,13 @@ enum class doubt_fate {
 // The fate of a write in doubt that wrote `attempt_nonce` conditional on exactly the record whose
 // writer prefix is `anchor` (the origin marker: on the key being absent), judged from a record
 // read back (`nonce`, `recent`), or from the key found absent (`found` false).
-inline doubt_fate chain_fate(std::string_view attempt_nonce, std::string_view anchor, bool found, std::string_view nonce,
-                             std::string_view recent) {
-    if (!found) return anchor == origin_writer ? doubt_fate::pending : doubt_fate::unsure;
-    if (nonce == attempt_nonce) return doubt_fate::landed;
-    if (auto mine = chain_index(nonce, recent, writer_prefix(attempt_nonce)); mine && *mine > 0) return doubt_fate::landed;
-    auto const at = chain_index(nonce, recent, anchor);
-    if (!at) return doubt_fate::unsure;
-    return *at == 0 ? doubt_fate::pending : doubt_fate::never;
-}
+BATON_DECL doubt_fate chain_fate(std::string_view attempt_nonce, std::string_view anchor, bool found,
+                                 std::string_view nonce, std::string_view recent);
 
 } // namespace baton::detail
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/store/impl/recent_writers.ipp>
+#endif
 
 #endif
