@@ -7,6 +7,7 @@
 // foreign, never guessed at), and the per-object cache of the versions last
 // seen per key (it only ever saves a read).
 
+#include <baton/core/detail/config.hpp>
 #include <baton/core/error.hpp>
 
 #include <algorithm>
@@ -22,39 +23,18 @@
 namespace baton::detail {
 
 // errc::foreign_record, saying in `d` why the body is not a `what` record.
-inline error_code foreign_record(diagnostics& d, char const* what, std::string const& why) {
-    d.message = std::string("not a ") + what + " record: " + why;
-    return errc::foreign_record;
-}
+BATON_DECL error_code foreign_record(diagnostics& d, char const* what, std::string const& why);
 
 // A u64 in canonical decimal (no sign, no leading zero, no spaces).
-inline bool parse_canonical_u64(std::string_view digits, std::uint64_t& out) noexcept {
-    if (digits.empty() || digits.size() > 20 || (digits.size() > 1 && digits[0] == '0') ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return false;
-    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-    return ec == std::errc() && p == digits.data() + digits.size();
-}
+BATON_DECL bool parse_canonical_u64(std::string_view digits, std::uint64_t& out) noexcept;
 
 // A settlement nonce as make_nonce writes it (lowercase hex; up to 64 digits accepted).
-inline bool is_nonce(std::string_view s) noexcept {
-    return !s.empty() && s.size() <= 64 &&
-           std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
+BATON_DECL bool is_nonce(std::string_view s) noexcept;
 
 // Splits a recipe record "<magic><header line>\n<rest>". A body that is not one is
 // errc::foreign_record, with "not a <what> record: <why>" in `d`, never guessed at.
-inline error_code split_record(std::string_view body, std::string_view magic, char const* what, std::string_view& header,
-                               std::string_view& rest, diagnostics& d) {
-    if (body.substr(0, magic.size()) != magic)
-        return foreign_record(d, what, "it does not start with \"" + std::string(magic) + "\"");
-    body.remove_prefix(magic.size());
-    auto const eol = body.find('\n');
-    if (eol == std::string_view::npos) return foreign_record(d, what, "its header line has no end");
-    header = body.substr(0, eol);
-    rest = body.substr(eol + 1);
-    return {};
-}
+BATON_DECL error_code split_record(std::string_view body, std::string_view magic, char const* what,
+                                   std::string_view& header, std::string_view& rest, diagnostics& d);
 
 // Versions last seen per key, shared by the copies of one recipe object; bounded (past
 // `max_keys` it starts over). Thread-safe.
@@ -90,5 +70,9 @@ private:
 };
 
 } // namespace baton::detail
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/recipe/impl/envelope.ipp>
+#endif
 
 #endif
