@@ -39,5 +39,7 @@
 #include <baton/recipe/impl/fenced_machine.ipp>
 #include <baton/recipe/impl/kv_machine.ipp>
 #include <baton/recipe/impl/shard_record.ipp>
+#include <baton/recipe/impl/table_plan.ipp>
+#include <baton/recipe/impl/lease_table.ipp>
 
 #endif

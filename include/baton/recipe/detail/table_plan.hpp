@@ -9,6 +9,7 @@
 // stopping worker hands its shards. Safety never rests on these decisions (every change is a
 // conditional write, see lease_table.hpp); they only decide who tries what.
 
+#include <baton/core/detail/config.hpp>
 #include <baton/recipe/detail/lease_machine.hpp>
 #include <baton/recipe/detail/shard_record.hpp>
 
@@ -58,20 +59,9 @@ struct table_view {
     std::map<std::string, std::chrono::nanoseconds, std::less<>> named_since;
 
     // A listing sent at `sent` and answered at `listed` showed `owner` without a record.
-    void saw_missing(std::string const& owner, std::chrono::nanoseconds sent, std::chrono::nanoseconds listed) {
-        auto const since = named_since.find(owner);
-        if (since != named_since.end() && sent < since->second) return; // sent before that read: says nothing
-        auto [it, fresh] = missing.try_emplace(owner, absence{sent, listed, sent});
-        if (fresh) return;
-        if (since != named_since.end() && it->second.first_sent < since->second) it->second = absence{sent, listed, sent};
-        else it->second.last_sent = sent;
-    }
+    void saw_missing(std::string const& owner, std::chrono::nanoseconds sent, std::chrono::nanoseconds listed);
     // A read answered by `at` showed a shard under `owner` and `term`; `before` is what the view held.
-    void saw_named(shard_body const& now, shard_seen const* before, std::chrono::nanoseconds at) {
-        if (now.owner.empty() || (before && before->body.owner == now.owner && before->body.term == now.term)) return;
-        auto& since = named_since[now.owner];
-        since = std::max(since, at);
-    }
+    void saw_named(shard_body const& now, shard_seen const* before, std::chrono::nanoseconds at);
     // The TTL each worker name declared when last read, kept after its record is gone; this
     // worker's own TTL, and the clock-rate skew that every window is measured with.
     std::map<std::string, std::chrono::milliseconds, std::less<>> declared_ttl;
@@ -82,64 +72,24 @@ struct table_view {
     // declared TTL × skew, as a reaper waits while its record exists (the shard record carries
     // that TTL: the owner's record may be gone before anyone read it). A record written by an
     // older baton names no TTL: the largest known then.
-    std::chrono::nanoseconds missing_window(shard_body const& b) const {
-        std::chrono::milliseconds ttl{static_cast<std::chrono::milliseconds::rep>(b.owner_ttl_ms)};
-        if (ttl.count() <= 0) {
-            ttl = own_ttl;
-            for (auto const& [name, t] : declared_ttl) ttl = std::max(ttl, t);
-        }
-        return lease_machine::takeover_window(ttl, skew);
-    }
+    std::chrono::nanoseconds missing_window(shard_body const& b) const;
 
     // The worker holds a record that is not released (a dead worker counts until reaped).
-    bool live(std::string_view w) const {
-        auto it = workers.find(w);
-        return it != workers.end() && it->second.decoded && !it->second.released;
-    }
-    bool term_live(std::string_view w, std::uint64_t t) const {
-        auto it = workers.find(w);
-        return it != workers.end() && it->second.decoded && !it->second.released && it->second.term == t;
-    }
+    bool live(std::string_view w) const;
+    bool term_live(std::string_view w, std::uint64_t t) const;
     // Whether the term a shard names has ended, judged so that a doubt keeps the owner: its
     // record released, or at a later term, or missing for `missing_window`.
-    bool term_ended(std::string_view w, std::uint64_t t, std::chrono::nanoseconds missing_window) const {
-        auto it = workers.find(w);
-        if (it != workers.end()) {
-            // A record at an earlier term than the shard names is older than the shard record:
-            // it says nothing about term `t` (the worker moved on since this view read it).
-            if (!it->second.decoded || it->second.term < t) return false;
-            return it->second.term > t || it->second.released;
-        }
-        auto m = missing.find(w);
-        if (m == missing.end()) return false;
-        if (auto since = named_since.find(w); since != named_since.end() && m->second.first_sent < since->second) return false;
-        return m->second.last_sent - m->second.first_answer >= missing_window;
-    }
+    bool term_ended(std::string_view w, std::uint64_t t, std::chrono::nanoseconds missing_window) const;
     // Nobody may act on it: free, or its owner's term ended. Retired shards are never claimed,
     // nor one whose token can rise no more.
-    bool claimable(shard_body const& b) const {
-        if (b.retired || b.token == max_shard_token) return false;
-        return b.owner.empty() || term_ended(b.owner, b.term, missing_window(b));
-    }
+    bool claimable(shard_body const& b) const;
 };
 
 // Shards per live worker, counting only shards owned under the owner's current term.
-inline std::map<std::string, std::size_t, std::less<>> owned_counts(table_view const& v) {
-    std::map<std::string, std::size_t, std::less<>> counts;
-    for (auto const& [name, w] : v.workers)
-        if (v.live(name)) counts[name] = 0;
-    for (auto const& [id, s] : v.shards)
-        if (!s.body.retired && !s.body.owner.empty() && v.term_live(s.body.owner, s.body.term)) ++counts[s.body.owner];
-    return counts;
-}
+BATON_DECL std::map<std::string, std::size_t, std::less<>> owned_counts(table_view const& v);
 
 // ceil(active shards / live workers): nobody should own more, and a worker with fewer may claim.
-inline std::size_t fair_ceiling(table_view const& v, std::size_t live_workers) {
-    std::size_t active = 0;
-    for (auto const& [id, s] : v.shards) active += s.body.retired ? 0 : 1;
-    if (live_workers == 0) return active;
-    return (active + live_workers - 1) / live_workers;
-}
+BATON_DECL std::size_t fair_ceiling(table_view const& v, std::size_t live_workers);
 
 struct balance_plan {
     std::vector<std::string> claim;                            // shard ids nobody may act on
@@ -201,31 +151,18 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
 // Whether `me` grants a request on one of its shards: the requester's term is live, and moving
 // the shard evens the two out (`me` has at least two more than the requester said it had: its
 // own count, fresher than this view of it), or `me` is stopping.
-inline bool grant_request(table_view const& v, std::map<std::string, std::size_t, std::less<>> const& counts,
-                          std::string_view me, shard_body const& b, bool stopping) {
-    if (b.requested_by.empty() || b.requested_by == me || !v.term_live(b.requested_by, b.requested_term)) return false;
-    if (stopping) return true;
-    auto const mine = counts.find(me);
-    std::size_t const m = mine == counts.end() ? 0 : mine->second;
-    return m >= b.requested_count + 2;
-}
+BATON_DECL bool grant_request(table_view const& v, std::map<std::string, std::size_t, std::less<>> const& counts,
+                              std::string_view me, shard_body const& b, bool stopping);
 
 // Whom a stopping worker hands a shard to: its requester when live, else the live worker other
 // than `me` with the fewest shards (`counts` is updated), else nobody (the shard is left free).
-inline std::optional<std::pair<std::string, std::uint64_t>> handoff_target(
-    table_view const& v, std::map<std::string, std::size_t, std::less<>>& counts, std::string_view me, shard_body const& b) {
-    if (!b.requested_by.empty() && b.requested_by != me && v.term_live(b.requested_by, b.requested_term)) {
-        ++counts[b.requested_by];
-        return std::pair{b.requested_by, b.requested_term};
-    }
-    auto best = counts.end();
-    for (auto it = counts.begin(); it != counts.end(); ++it)
-        if (it->first != me && v.live(it->first) && (best == counts.end() || it->second < best->second)) best = it;
-    if (best == counts.end()) return std::nullopt;
-    ++best->second;
-    return std::pair{best->first, v.workers.find(best->first)->second.term};
-}
+BATON_DECL std::optional<std::pair<std::string, std::uint64_t>> handoff_target(
+    table_view const& v, std::map<std::string, std::size_t, std::less<>>& counts, std::string_view me, shard_body const& b);
 
 } // namespace baton::detail
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/recipe/impl/table_plan.ipp>
+#endif
 
 #endif
