@@ -59,17 +59,7 @@ namespace baton {
 namespace detail {
 // Microseconds since 1970 by the wall clock, and above every floor handed out before in this
 // process (two creations within one microsecond, or a clock stepped back, still get distinct floors).
-inline std::uint64_t wall_clock_token_floor() {
-    static std::atomic<std::uint64_t> last{0};
-    auto const us = std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
-    std::uint64_t want = static_cast<std::uint64_t>(std::max<std::int64_t>(1, us));
-    std::uint64_t seen = last.load(std::memory_order_relaxed);
-    do {
-        want = std::max(want, seen + 1);
-    } while (!last.compare_exchange_weak(seen, want, std::memory_order_relaxed));
-    return want;
-}
+BATON_DECL std::uint64_t wall_clock_token_floor();
 
 /// Tag for constructors that skip validation (tests of the checker only).
 struct unchecked_t {
@@ -1022,5 +1012,9 @@ private:
 };
 
 } // namespace baton
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/recipe/impl/lease.ipp>
+#endif
 
 #endif

@@ -25,6 +25,7 @@
     ready observer: counters and histograms in Prometheus text format.
 */
 
+#include <baton/core/detail/config.hpp>
 #include <baton/core/error.hpp>
 #include <baton/store/settlement.hpp>
 
@@ -94,13 +95,7 @@ constexpr char const* to_string(lease_lane l) noexcept {
 }
 
 /// Classifies a store answer; `write` tells whether the request could have changed the record.
-inline answer_kind classify_answer(error_code const& ec, bool write) noexcept {
-    if (!ec) return answer_kind::ok;
-    if (ec == errc::throttled) return answer_kind::throttled;
-    if (ec == errc::precondition_failed || ec == errc::conflict) return answer_kind::conflict;
-    if (write && outcome_unknown(ec)) return answer_kind::ambiguous;
-    return answer_kind::failed;
-}
+BATON_DECL answer_kind classify_answer(error_code const& ec, bool write) noexcept;
 
 /// One answer of the store to one of the lease's requests.
 struct lease_request_event {
@@ -222,5 +217,9 @@ concept observes_requests = requires(Observer& o, lease_request_event const& e) 
 } // namespace detail
 
 } // namespace baton
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/recipe/impl/lease_observer.ipp>
+#endif
 
 #endif

@@ -22,6 +22,7 @@
     hook too, so one object can count a process's leases and writes.
 */
 
+#include <baton/core/detail/config.hpp>
 #include <baton/core/error.hpp>
 #include <baton/recipe/lease_observer.hpp>
 
@@ -58,14 +59,7 @@ constexpr char const* to_string(write_outcome o) noexcept {
 }
 
 /// Classifies how a write call ended.
-inline write_outcome classify_write(error_code const& ec) noexcept {
-    if (!ec) return write_outcome::ok;
-    if (ec == errc::fenced) return write_outcome::fenced;
-    if (ec == errc::precondition_failed) return write_outcome::condition;
-    if (ec == errc::unknown_outcome) return write_outcome::unknown;
-    if (ec == boost::asio::error::operation_aborted) return write_outcome::aborted;
-    return write_outcome::failed;
-}
+BATON_DECL write_outcome classify_write(error_code const& ec) noexcept;
 
 /// One finished write call of a settled-write recipe.
 struct write_event {
@@ -107,5 +101,9 @@ concept observes_writes = requires(Observer& o, write_event const& e) { o.on_wri
 } // namespace detail
 
 } // namespace baton
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/recipe/impl/write_observer.ipp>
+#endif
 
 #endif

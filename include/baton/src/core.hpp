@@ -40,6 +40,10 @@
 #include <baton/recipe/impl/kv_machine.ipp>
 #include <baton/recipe/impl/shard_record.ipp>
 #include <baton/recipe/impl/table_plan.ipp>
+#include <baton/recipe/impl/lease_observer.ipp>
+#include <baton/recipe/impl/write_observer.ipp>
+#include <baton/recipe/impl/lease_options.ipp>
+#include <baton/recipe/impl/lease.ipp>
 #include <baton/recipe/impl/lease_table.ipp>
 
 #endif
