@@ -36,6 +36,7 @@
 #include <baton/backend/impl/file_store.ipp>
 #include <baton/recipe/impl/lease_record.ipp>
 #include <baton/recipe/impl/lease_machine.ipp>
+#include <baton/recipe/impl/lease_metrics.ipp>
 #include <baton/recipe/impl/envelope.ipp>
 #include <baton/recipe/impl/fenced_machine.ipp>
 #include <baton/recipe/impl/kv_machine.ipp>
