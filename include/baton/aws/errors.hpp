@@ -25,6 +25,7 @@
     Neither function retries, sleeps or looks at credentials; both are pure.
 */
 
+#include <baton/core/detail/config.hpp>
 #include <baton/core/detail/text.hpp>
 #include <baton/core/error.hpp>
 
@@ -202,31 +203,7 @@ constexpr std::string_view dynamodb_error_name(std::string_view type) noexcept {
     `throttled`; 501 → `capability_missing`; other 5xx →
     `service_unavailable`; anything else → `invalid_response`.
 */
-inline error_code classify_s3(unsigned status, std::string_view code) noexcept {
-    code = baton::detail::trim(code);
-    errc e{};
-    if (!code.empty() && (detail::lookup(detail::s3_codes, code, e) || detail::lookup(detail::throttling_codes, code, e)))
-        return e;
-    if (status >= 200 && status < 300) return code.empty() ? error_code{} : error_code(errc::invalid_response);
-    switch (status) {
-    case 304: return errc::precondition_failed;
-    case 301:
-    case 308: return errc::invalid_argument;
-    case 307: return errc::service_unavailable;
-    case 401:
-    case 403: return errc::auth_failed;
-    case 404: return errc::not_found;
-    case 408: return errc::timeout;
-    case 409: return errc::conflict;
-    case 412: return errc::precondition_failed;
-    case 429: return errc::throttled;
-    case 501: return errc::capability_missing;
-    default: break;
-    }
-    if (status >= 400 && status < 500) return errc::invalid_argument;
-    if (status >= 500 && status < 600) return errc::service_unavailable;
-    return errc::invalid_response;
-}
+BATON_DECL error_code classify_s3(unsigned status, std::string_view code) noexcept;
 
 /** What a DynamoDB response means, from its HTTP status and its `__type`.
 
@@ -256,26 +233,12 @@ inline error_code classify_s3(unsigned status, std::string_view code) noexcept {
     408 → `timeout`; 429 → `throttled`; other 4xx → `invalid_argument`;
     5xx → `service_unavailable`; anything else → `invalid_response`.
 */
-inline error_code classify_dynamodb(unsigned status, std::string_view type) noexcept {
-    auto const name = dynamodb_error_name(type);
-    errc e{};
-    if (!name.empty() &&
-        (detail::lookup(detail::dynamodb_codes, name, e) || detail::lookup(detail::throttling_codes, name, e)))
-        return e;
-    if (status >= 200 && status < 300) return name.empty() ? error_code{} : error_code(errc::invalid_response);
-    switch (status) {
-    case 401:
-    case 403: return errc::auth_failed;
-    case 404: return errc::not_found;
-    case 408: return errc::timeout;
-    case 429: return errc::throttled;
-    default: break;
-    }
-    if (status >= 400 && status < 500) return errc::invalid_argument;
-    if (status >= 500 && status < 600) return errc::service_unavailable;
-    return errc::invalid_response;
-}
+BATON_DECL error_code classify_dynamodb(unsigned status, std::string_view type) noexcept;
 
 } // namespace baton::aws
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/aws/impl/errors.ipp>
+#endif
 
 #endif

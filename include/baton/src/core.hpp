@@ -27,6 +27,9 @@
 #include <baton/aws/impl/profile.ipp>
 #include <baton/aws/impl/xml.ipp>
 #include <baton/aws/impl/credential_source.ipp>
+#include <baton/aws/impl/errors.ipp>
+#include <baton/aws/impl/provider_options.ipp>
+#include <baton/aws/impl/settings_rules.ipp>
 #include <baton/store/impl/settlement.ipp>
 #include <baton/store/impl/record_store.ipp>
 #include <baton/store/impl/recent_writers.ipp>

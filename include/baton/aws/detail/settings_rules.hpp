@@ -7,6 +7,7 @@
 // once so that S3 and DynamoDB say the same thing about the same mistake.
 
 #include <baton/aws/sigv4.hpp>
+#include <baton/core/detail/config.hpp>
 #include <baton/core/error.hpp>
 #include <baton/http/client.hpp>
 
@@ -16,13 +17,7 @@
 namespace baton::aws::detail {
 
 /// What is wrong with `region` as an AWS region name (it becomes part of host names), or empty.
-inline std::string region_problem(std::string_view region) {
-    if (region.empty()) return "region must be set (e.g. us-east-1)";
-    for (char c : region)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-            return "region may contain only a-z, 0-9 and '-' (e.g. us-east-1)";
-    return {};
-}
+BATON_DECL std::string region_problem(std::string_view region);
 
 /** The first shared rule that the settings break, or empty.
 
@@ -30,30 +25,14 @@ inline std::string region_problem(std::string_view region) {
     static credentials (both halves) and a provider must be given. The
     message never echoes a secret.
 */
-inline std::string service_settings_problem(std::string_view region, std::string_view endpoint,
-                                            credentials const& creds, bool has_provider,
-                                            http::client_options const& http) {
-    if (auto p = region_problem(region); !p.empty()) return p;
-    if (!endpoint.empty()) {
-        diagnostics d;
-        if (!http::parse_endpoint(endpoint, d)) return "endpoint: " + d.message;
-    }
-    if (has_provider) {
-        if (!creds.access_key_id.empty() || !creds.secret_access_key.empty())
-            return "set either credentials or credentials_provider, not both";
-    } else {
-        if (creds.access_key_id.empty())
-            return "credentials.access_key_id must be set (or set credentials_provider, e.g. aws::default_chain)";
-        if (creds.secret_access_key.empty()) return "credentials.secret_access_key must be set";
-    }
-    try {
-        http.validate();
-    } catch (config_error const& e) {
-        return std::string("http: ") + e.what();
-    }
-    return {};
-}
+BATON_DECL std::string service_settings_problem(std::string_view region, std::string_view endpoint,
+                                                credentials const& creds, bool has_provider,
+                                                http::client_options const& http);
 
 } // namespace baton::aws::detail
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/aws/impl/settings_rules.ipp>
+#endif
 
 #endif
