@@ -153,36 +153,7 @@ private:
     env_lookup env_;
     bool skip_;
 
-    source_outcome read() const {
-        if (skip_) {
-            auto const choice = choose_profile(env_);
-            if (choice.is_explicit()) return absent_outcome(name(), "skipped: " + choice.chosen_by + " is set");
-        }
-        auto const id = env_value(env_, "AWS_ACCESS_KEY_ID");
-        auto const secret = env_value(env_, "AWS_SECRET_ACCESS_KEY");
-        if (!id)
-            return absent_outcome(name(), secret ? "AWS_ACCESS_KEY_ID not set, though AWS_SECRET_ACCESS_KEY is"
-                                                 : "AWS_ACCESS_KEY_ID not set");
-        if (!secret)
-            return failed_outcome(name(), errc::no_credentials,
-                                  "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not; set both, or neither");
-        credentials c;
-        c.access_key_id = *id;
-        c.secret_access_key = *secret;
-        if (auto t = env_value(env_, "AWS_SESSION_TOKEN"))
-            c.session_token = *t;
-        else if (auto legacy = env_value(env_, "AWS_SECURITY_TOKEN"))
-            c.session_token = *legacy;
-        if (auto e = env_value(env_, "AWS_CREDENTIAL_EXPIRATION")) {
-            c.expiration = parse_iso8601(*e);
-            if (!c.expiration)
-                return failed_outcome(name(), errc::no_credentials,
-                                      "AWS_CREDENTIAL_EXPIRATION ('" + printable(*e, 40) +
-                                          "') is not an ISO 8601 time such as 2026-01-31T12:00:00Z");
-        }
-        if (auto p = credentials_problem(c)) return failed_outcome(name(), errc::no_credentials, "unusable: " + *p);
-        return found_outcome(name(), std::move(c));
-    }
+    source_outcome read() const;
 };
 
 } // namespace baton::aws::detail

@@ -20,19 +20,7 @@ namespace baton::aws::detail {
 // ---- container endpoint (ECS, EKS Pod Identity) ----------------------------------------------
 
 // Over plain HTTP only link-local container agents and this host may serve credentials.
-inline bool container_host_allowed(http::endpoint const& ep) {
-    if (ep.is_tls()) return true;
-    if (ep.host == "localhost") return true;
-    error_code ec;
-    auto const a = asio::ip::make_address(ep.host, ec);
-    if (ec) return false;
-    if (a.is_loopback()) return true;
-    if (a.is_v4()) {
-        auto const s = a.to_string();
-        return s == "169.254.170.2" || s == "169.254.170.23";
-    }
-    return a == asio::ip::make_address("fd00:ec2::23");
-}
+BATON_DECL bool container_host_allowed(http::endpoint const& ep);
 
 template <class V = void>
 class basic_container_op : public std::enable_shared_from_this<basic_container_op<V>> {
@@ -342,6 +330,10 @@ private:
 using instance_metadata_source = basic_instance_metadata_source<>;
 
 } // namespace baton::aws::detail
+#endif
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/aws/impl/endpoint_sources.ipp>
 #endif
 
 #endif

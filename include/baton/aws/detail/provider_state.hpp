@@ -29,34 +29,13 @@ public:
 
     explicit chain_source(std::vector<link> links) : credentials_source("default chain"), links_(std::move(links)) {}
 
-    void fetch(source_callback done) override {
-        if (!winner_) return discover(0, {}, std::move(done));
-        auto const i = *winner_;
-        links_[i].source->fetch([this, done = std::move(done)](source_outcome o) mutable {
-            if (o.what != source_outcome::kind::absent) return std::move(done)(std::move(o));
-            winner_.reset(); // the source that worked is no longer configured: search again
-            discover(0, {}, std::move(done));
-        });
-    }
+    void fetch(source_callback done) override;
 
 private:
     std::vector<link> links_;
     std::optional<std::size_t> winner_;
 
-    void discover(std::size_t i, std::string tried, source_callback done) {
-        if (i == links_.size()) return std::move(done)(absent_outcome({}, std::move(tried)));
-        links_[i].source->fetch([this, i, tried = std::move(tried), done = std::move(done)](source_outcome o) mutable {
-            using kind = source_outcome::kind;
-            if (o.what == kind::found) {
-                winner_ = i;
-                return std::move(done)(std::move(o));
-            }
-            if (o.what == kind::failed && !links_[i].failure_means_absent) return std::move(done)(std::move(o));
-            if (!tried.empty()) tried += "; ";
-            tried += o.tried_entry();
-            discover(i + 1, std::move(tried), std::move(done));
-        });
-    }
+    void discover(std::size_t i, std::string tried, source_callback done);
 };
 
 // ---- the cache and refresh logic behind a provider handle --------------------------------------------
@@ -68,64 +47,20 @@ public:
     using source_factory =
         std::function<std::unique_ptr<credentials_source>(asio::any_io_executor const&, provider_options const&)>;
 
-    provider_state(asio::any_io_executor ex, std::string name, provider_options opts, source_factory const& make)
-        : ex_(std::move(ex)), strand_(asio::make_strand(ex_)), opts_(std::move(opts)), name_(std::move(name)) {
-        opts_.validate();
-        src_ = make(strand_, opts_);
-    }
+    provider_state(asio::any_io_executor ex, std::string name, provider_options opts, source_factory const& make);
 
     asio::any_io_executor const& executor() const noexcept { return ex_; }
     std::string const& name() const noexcept { return name_; }
 
-    void get(handler_type h) {
-        std::unique_lock lock(m_);
-        auto const now = opts_.current_time();
-        if (cached_ && now < wait_after_) {
-            refresh_if_due(now);
-            fetched_credentials fc{cached_, {}, cached_source_};
-            lock.unlock();
-            complete(std::move(h), {}, std::move(fc));
-            return;
-        }
-        auto& w = waiters_.emplace_back();
-        w.id = ++next_waiter_id_;
-        auto slot = asio::get_associated_cancellation_slot(h);
-        w.handler.emplace(std::move(h));
-        if (slot.is_connected()) {
-            w.slot = slot;
-            w.cancelled = std::make_shared<std::atomic<bool>>(false);
-            slot.assign([weak = weak_from_this(), id = w.id, flag = w.cancelled](asio::cancellation_type) {
-                flag->store(true);
-                if (auto self = weak.lock()) self->cancel_waiter(id);
-            });
-        }
-        if (!fetching_) start_fetch();
-    }
+    void get(handler_type h);
 
-    std::shared_ptr<credentials const> usable_now() {
-        std::lock_guard lock(m_);
-        auto const now = opts_.current_time();
-        if (!cached_ || now >= wait_after_) return nullptr;
-        refresh_if_due(now);
-        return cached_;
-    }
+    std::shared_ptr<credentials const> usable_now();
 
-    void invalidate() {
-        std::lock_guard lock(m_);
-        cached_.reset();
-        cached_source_.clear();
-        wait_after_ = refresh_after_ = time_point::min();
-    }
+    void invalidate();
 
-    std::string current_source() const {
-        std::lock_guard lock(m_);
-        return cached_source_;
-    }
+    std::string current_source() const;
 
-    std::uint64_t fetch_count() const {
-        std::lock_guard lock(m_);
-        return fetches_;
-    }
+    std::uint64_t fetch_count() const;
 
 private:
     struct waiter {
@@ -153,27 +88,12 @@ private:
     std::list<waiter> waiters_;
     std::uint64_t next_waiter_id_ = 0;
 
-    void complete(handler_type h, error_code ec, fetched_credentials fc) {
-        // Never inline: through the handler's associated executor (default: the provider's).
-        asio::post(ex_, asio::append(std::move(h), ec, std::move(fc)));
-    }
+    void complete(handler_type h, error_code ec, fetched_credentials fc);
 
     // Completes a waiter whose cancellation slot we used. The slot is cleared on the handler's own
     // executor, where the caller may emit the signal, not on the strand that finished the fetch.
     void complete_waiter(handler_type h, asio::cancellation_slot slot, std::shared_ptr<std::atomic<bool>> cancelled,
-                         error_code ec, fetched_credentials fc) {
-        auto const hex = asio::get_associated_executor(h, ex_);
-        asio::post(ex_, asio::bind_executor(hex, [this_name = name_, h = std::move(h), slot, cancelled, ec,
-                                                  fc = std::move(fc)]() mutable {
-                       if (slot.is_connected()) slot.clear();
-                       if (cancelled && cancelled->load()) {
-                           fetched_credentials none;
-                           none.diag.message = "cancelled while waiting for credentials from " + this_name;
-                           return std::move(h)(asio::error::operation_aborted, std::move(none));
-                       }
-                       std::move(h)(ec, std::move(fc));
-                   }));
-    }
+                         error_code ec, fetched_credentials fc);
 
     // Called with m_ held.
     void refresh_if_due(time_point now) {
@@ -181,84 +101,21 @@ private:
     }
 
     // Called with m_ held.
-    void start_fetch() {
-        fetching_ = true;
-        ++fetches_;
-        asio::post(strand_, [self = shared_from_this()] {
-            self->src_->fetch([self](source_outcome o) { self->on_fetched(std::move(o)); });
-        });
-    }
+    void start_fetch();
 
-    void cancel_waiter(std::uint64_t id) {
-        std::optional<handler_type> h;
-        {
-            std::lock_guard lock(m_);
-            auto it = std::find_if(waiters_.begin(), waiters_.end(), [id](waiter const& w) { return w.id == id; });
-            if (it == waiters_.end()) return;
-            h.emplace(std::move(*it->handler));
-            waiters_.erase(it); // the slot still runs this very handler: it is not cleared here
-        }
-        fetched_credentials fc;
-        fc.diag.message = "cancelled while waiting for credentials from " + name_ + " (the fetch goes on for others)";
-        complete(std::move(*h), asio::error::operation_aborted, std::move(fc));
-    }
+    void cancel_waiter(std::uint64_t id);
 
-    void on_fetched(source_outcome o) {
-        std::list<waiter> ready;
-        error_code ec;
-        fetched_credentials fc;
-        {
-            std::lock_guard lock(m_);
-            auto const now = opts_.current_time();
-            fetching_ = false;
-            if (o.what == source_outcome::kind::found) {
-                cached_ = std::move(o.creds);
-                cached_source_ = o.label;
-                set_windows(now);
-                fc = fetched_credentials{cached_, {}, cached_source_};
-            } else {
-                diagnostics d = std::move(o.diag);
-                if (o.what == source_outcome::kind::absent) {
-                    ec = errc::no_credentials;
-                    d.message = "no AWS credentials found; tried: " + o.tried_entry();
-                } else {
-                    ec = o.ec;
-                    d.message = o.label.empty() ? o.reason : o.label + ": " + o.reason;
-                }
-                bool const still_valid = cached_ && (!cached_->expiration || now < *cached_->expiration);
-                if (still_valid) {
-                    // Keep what works until it expires; try again after the pause, not on every use.
-                    refresh_after_ = now + opts_.min_refresh_interval;
-                    if (cached_->expiration)
-                        wait_after_ = std::max(wait_after_, std::min(*cached_->expiration,
-                                                                     now + opts_.min_refresh_interval));
-                    d.message = "refreshing the credentials failed; the current ones (" + cached_source_ +
-                                ") stay in use until they expire: " + d.message;
-                    fc = fetched_credentials{cached_, std::move(d), cached_source_};
-                    ec = {};
-                } else {
-                    fc.diag = std::move(d);
-                }
-            }
-            ready.splice(ready.end(), waiters_);
-        }
-        for (auto& w : ready) complete_waiter(std::move(*w.handler), w.slot, w.cancelled, ec, fc);
-    }
+    void on_fetched(source_outcome o);
 
     // Called with m_ held, after a successful fetch.
-    void set_windows(time_point now) {
-        if (!cached_->expiration) {
-            wait_after_ = refresh_after_ = time_point::max();
-            return;
-        }
-        auto const e = *cached_->expiration;
-        auto const pause = now + opts_.min_refresh_interval;
-        wait_after_ = std::max(e - opts_.mandatory_refresh, std::min(e, pause));
-        refresh_after_ = std::max(e - opts_.advisory_refresh, pause);
-    }
+    void set_windows(time_point now);
 };
 
 } // namespace baton::aws::detail
+#endif
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/aws/impl/provider_state.ipp>
 #endif
 
 #endif

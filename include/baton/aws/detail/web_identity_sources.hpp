@@ -30,35 +30,10 @@ struct web_identity_settings {
 
 // The STS endpoint: AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL (the same rules as every other service, see
 // resolve_endpoint_url), else the regional AWS one, else the global one.
-inline boost::system::result<url_target> sts_target(env_lookup const& env, std::optional<std::string> const& region,
-                                                    std::string& problem) {
-    diagnostics d;
-    auto configured = resolve_endpoint_url("STS", d, env);
-    if (!configured) {
-        problem = d.message;
-        return configured.error();
-    }
-    std::string url = "https://sts.amazonaws.com";
-    if (*configured) {
-        url = (*configured)->url;
-    } else if (region) {
-        if (!is_valid_region_name(*region)) {
-            problem = "the region '" + printable(*region) + "' is not a region name";
-            return error_code(errc::invalid_argument);
-        }
-        url = default_endpoint_url("sts", *region);
-    }
-    return split_url(url, problem);
-}
+BATON_DECL boost::system::result<url_target> sts_target(env_lookup const& env, std::optional<std::string> const& region,
+                                                        std::string& problem);
 
-inline error_code sts_error_code(std::string_view code, unsigned status) {
-    if (code == "Throttling" || code == "ThrottlingException" || code == "RequestLimitExceeded") return errc::throttled;
-    if (code == "IDPCommunicationError" || code == "ServiceUnavailable" || code == "InternalFailure" || status >= 500)
-        return errc::service_unavailable;
-    if (code == "ValidationError" || code == "MalformedPolicyDocument" || code == "PackedPolicyTooLarge")
-        return errc::invalid_argument;
-    return errc::auth_failed; // InvalidIdentityToken, ExpiredTokenException, AccessDenied, IDPRejectedClaim, ...
-}
+BATON_DECL error_code sts_error_code(std::string_view code, unsigned status);
 
 template <class V = void>
 class basic_web_identity_op : public std::enable_shared_from_this<basic_web_identity_op<V>> {
@@ -222,12 +197,7 @@ using web_identity_source = basic_web_identity_source<>;
 
 // ---- shared profile files ------------------------------------------------------------------
 
-inline std::string expand_home(std::string path, env_lookup const& env) {
-    if (path == "~" || path.rfind("~/", 0) == 0) {
-        if (auto home = env_value(env, "HOME")) return *home + path.substr(1);
-    }
-    return path;
-}
+BATON_DECL std::string expand_home(std::string path, env_lookup const& env);
 
 template <class = void>
 class basic_profile_source final : public credentials_source {
@@ -325,6 +295,10 @@ private:
 using profile_source = basic_profile_source<>;
 
 } // namespace baton::aws::detail
+#endif
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/aws/impl/web_identity_sources.ipp>
 #endif
 
 #endif
