@@ -87,16 +87,9 @@ struct profile {
     std::map<std::string, profile_setting, std::less<>> settings;
 
     /// The setting named `key` (lower-case), or null.
-    profile_setting const* find(std::string_view key) const {
-        auto const it = settings.find(key);
-        return it == settings.end() ? nullptr : &it->second;
-    }
+    profile_setting const* find(std::string_view key) const;
     /// The value of `key` when it is set and not empty.
-    std::optional<std::string> get(std::string_view key) const {
-        auto const* s = find(key);
-        if (s == nullptr || s->value.empty()) return std::nullopt;
-        return s->value;
-    }
+    std::optional<std::string> get(std::string_view key) const;
 };
 
 /// Profiles by name.
@@ -208,19 +201,10 @@ struct shared_config {
     /// Why the credentials file was not read (`no such file`, or the location problem), for messages.
 
     /// The profile named `name`, or null.
-    profile const* find(std::string_view name) const {
-        auto const it = profiles.find(name);
-        return it == profiles.end() ? nullptr : &it->second;
-    }
+    profile const* find(std::string_view name) const;
 
     /// `<credentials path>: no such file; <config path>: read`-style summary, for messages.
-    std::string describe_files() const {
-        auto one = [](std::string const& path, bool found, std::string const& status) {
-            return (path.empty() ? std::string("(no path)") : path) + ": " + (found ? "read" : status);
-        };
-        return one(files.credentials, credentials_found, credentials_status) + "; " +
-               one(files.config, config_found, config_status);
-    }
+    std::string describe_files() const;
 };
 
 /** Reads both shared files (config first, then credentials, whose values win).

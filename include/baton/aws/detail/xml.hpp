@@ -44,24 +44,13 @@ struct element {
     std::vector<element> children;
 
     /// The name without a namespace prefix.
-    std::string_view local_name() const noexcept {
-        std::string_view n = name;
-        auto const colon = n.find(':');
-        return colon == std::string_view::npos ? n : n.substr(colon + 1);
-    }
+    std::string_view local_name() const noexcept;
 
     /// The first child whose local name is `n`, or null.
-    element const* child(std::string_view n) const noexcept {
-        for (auto const& c : children)
-            if (c.local_name() == n) return &c;
-        return nullptr;
-    }
+    element const* child(std::string_view n) const noexcept;
 
     /// The text of the first child named `n`, or empty when there is none.
-    std::string_view child_text(std::string_view n) const noexcept {
-        auto const* c = child(n);
-        return c != nullptr ? std::string_view(c->text) : std::string_view{};
-    }
+    std::string_view child_text(std::string_view n) const noexcept;
 };
 
 /// Bounds on what the parser accepts; beyond them the input is refused, not truncated.

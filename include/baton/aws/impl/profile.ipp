@@ -330,4 +330,32 @@ BATON_DECL boost::system::result<resolved_region> resolve_region(diagnostics& di
 
 } // namespace baton::aws
 
+namespace baton::aws {
+
+BATON_DECL profile_setting const* profile::find(std::string_view key) const {
+    auto const it = settings.find(key);
+    return it == settings.end() ? nullptr : &it->second;
+}
+
+BATON_DECL std::optional<std::string> profile::get(std::string_view key) const {
+    auto const* s = find(key);
+    if (s == nullptr || s->value.empty()) return std::nullopt;
+    return s->value;
+}
+
+BATON_DECL profile const* shared_config::find(std::string_view name) const {
+    auto const it = profiles.find(name);
+    return it == profiles.end() ? nullptr : &it->second;
+}
+
+BATON_DECL std::string shared_config::describe_files() const {
+    auto one = [](std::string const& path, bool found, std::string const& status) {
+        return (path.empty() ? std::string("(no path)") : path) + ": " + (found ? "read" : status);
+    };
+    return one(files.credentials, credentials_found, credentials_status) + "; " +
+           one(files.config, config_found, config_status);
+}
+
+} // namespace baton::aws
+
 #endif

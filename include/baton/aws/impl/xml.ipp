@@ -409,4 +409,25 @@ BATON_DECL error_code parse_list_objects_v2(std::string_view doc, s3_listing& ou
 
 } // namespace baton::detail::s3_xml
 
+namespace baton::detail::s3_xml {
+
+BATON_DECL std::string_view element::local_name() const noexcept {
+    std::string_view n = name;
+    auto const colon = n.find(':');
+    return colon == std::string_view::npos ? n : n.substr(colon + 1);
+}
+
+BATON_DECL element const* element::child(std::string_view n) const noexcept {
+    for (auto const& c : children)
+        if (c.local_name() == n) return &c;
+    return nullptr;
+}
+
+BATON_DECL std::string_view element::child_text(std::string_view n) const noexcept {
+    auto const* c = child(n);
+    return c != nullptr ? std::string_view(c->text) : std::string_view{};
+}
+
+} // namespace baton::detail::s3_xml
+
 #endif
