@@ -40,6 +40,8 @@
 #include <baton/store/impl/commit_protocol.ipp>
 #include <baton/backend/impl/dynamodb_json.ipp>
 #include <baton/backend/impl/file_store.ipp>
+#include <baton/backend/impl/file.ipp>
+#include <baton/backend/impl/memory.ipp>
 #include <baton/recipe/impl/lease_record.ipp>
 #include <baton/recipe/impl/lease_machine.ipp>
 #include <baton/recipe/impl/lease_metrics.ipp>

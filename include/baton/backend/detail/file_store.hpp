@@ -57,20 +57,11 @@ public:
     unique_fd() = default;
     explicit unique_fd(int fd) noexcept : fd_(fd) {}
     unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    unique_fd& operator=(unique_fd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = std::exchange(o.fd_, -1);
-        }
-        return *this;
-    }
+    unique_fd& operator=(unique_fd&& o) noexcept;
     ~unique_fd() { reset(); }
     int get() const noexcept { return fd_; }
     explicit operator bool() const noexcept { return fd_ >= 0; }
-    void reset() noexcept {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
+    void reset() noexcept;
     int release() noexcept { return std::exchange(fd_, -1); }
 
 private:

@@ -260,4 +260,21 @@ BATON_DECL error_code write_new_file(int dir, std::filesystem::path const& root,
 
 } // namespace baton::detail::file_store
 
+namespace baton::detail::file_store {
+
+BATON_DECL unique_fd& unique_fd::operator=(unique_fd&& o) noexcept {
+    if (this != &o) {
+        reset();
+        fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+}
+
+BATON_DECL void unique_fd::reset() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+} // namespace baton::detail::file_store
+
 #endif
