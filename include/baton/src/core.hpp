@@ -42,6 +42,10 @@
 #include <baton/backend/impl/file_store.ipp>
 #include <baton/backend/impl/file.ipp>
 #include <baton/backend/impl/memory.ipp>
+#include <baton/backend/impl/s3_params.ipp>
+#include <baton/backend/impl/dynamodb_params.ipp>
+#include <baton/backend/impl/s3_requests.ipp>
+#include <baton/backend/impl/dynamodb_state.ipp>
 #include <baton/recipe/impl/lease_record.ipp>
 #include <baton/recipe/impl/lease_machine.ipp>
 #include <baton/recipe/impl/lease_metrics.ipp>

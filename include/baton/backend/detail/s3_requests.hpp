@@ -35,98 +35,26 @@ using s3_probe_handler = s3_asio::any_completion_handler<void(error_code, capabi
 using s3_bucket_handler = s3_asio::any_completion_handler<void(error_code, diagnostics)>;
 
 // Percent-encodes everything outside RFC 3986's unreserved set (upper-case hex); keeps '/' when asked.
-inline std::string s3_uri_encode(std::string_view s, bool keep_slash) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(s.size() + s.size() / 2);
-    for (char c : s) {
-        bool const unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                                c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
-        if (unreserved) {
-            out += c;
-        } else {
-            auto const u = static_cast<unsigned char>(c);
-            out += '%';
-            out += hex[u >> 4];
-            out += hex[u & 15];
-        }
-    }
-    return out;
-}
+BATON_DECL std::string s3_uri_encode(std::string_view s, bool keep_slash);
 
-inline std::string s3_unquote(std::string_view etag) {
-    if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
-    return std::string(etag);
-}
+BATON_DECL std::string s3_unquote(std::string_view etag);
 
 // The classified error of a response that is not a success, with `diag` filled in.
-inline error_code s3_response_error(http::response const& res, diagnostics& diag, std::string& code) {
-    diag.http_status = res.result_int();
-    if (auto it = res.find("x-amz-request-id"); it != res.end()) diag.request_id = std::string(it->value());
-    auto const body = trim(res.body());
-    if (!body.empty()) {
-        s3_xml::s3_error e;
-        diagnostics parse_diag;
-        if (!s3_xml::parse_s3_error(body, e, parse_diag)) {
-            code = e.code;
-            diag.service_code = e.code;
-            diag.message = e.message;
-            if (!e.request_id.empty()) diag.request_id = e.request_id;
-        } else {
-            diag.message = "the error response is not an S3 error document (" + parse_diag.message + ")";
-        }
-    }
-    return aws::classify_s3(diag.http_status, code);
-}
+BATON_DECL error_code s3_response_error(http::response const& res, diagnostics& diag, std::string& code);
 
 // Whether a 2xx response to a write is really an <Error> (S3 may stream one after a 200).
 // Returns the error, `unknown_outcome` for a body that cannot be read, or nothing for a plain success.
-inline error_code s3_error_in_success(http::response const& res, diagnostics& diag) {
-    auto const body = trim(res.body());
-    if (body.empty()) return {};
-    s3_xml::element root;
-    diagnostics parse_diag;
-    if (s3_xml::parse_xml(body, root, parse_diag)) {
-        diag.http_status = res.result_int();
-        diag.message = "a " + std::to_string(res.result_int()) +
-                       " response to a write carried a body that is not XML (" + parse_diag.message +
-                       "); the write may or may not have been applied";
-        return errc::unknown_outcome;
-    }
-    if (root.local_name() != "Error") return {};
-    std::string code;
-    auto ec = s3_response_error(res, diag, code);
-    return ec ? ec : error_code(errc::invalid_response);
-}
+BATON_DECL error_code s3_error_in_success(http::response const& res, diagnostics& diag);
 
-inline error_code s3_check_key(std::string const& key, std::string const& prefix, diagnostics& diag) {
-    if (auto ec = store_limits::check_key(key, diag)) return ec;
-    if (prefix.size() + key.size() > store_limits::max_key_bytes) {
-        diag.message = "key_prefix and key together exceed S3's limit of " +
-                       std::to_string(store_limits::max_key_bytes) + " bytes";
-        return errc::invalid_argument;
-    }
-    return {};
-}
+BATON_DECL error_code s3_check_key(std::string const& key, std::string const& prefix, diagnostics& diag);
 
 // S3 says a session token expired with 400 or 403 and an XML code.
-inline bool s3_expired_token(http::response const& res) {
-    auto const status = res.result_int();
-    if (status != 400 && status != 403) return false;
-    diagnostics scratch;
-    std::string code;
-    s3_response_error(res, scratch, code);
-    return code == "ExpiredToken" || code == "TokenRefreshRequired";
-}
+BATON_DECL bool s3_expired_token(http::response const& res);
 
 // A write's transport failure: a request that was sent and got no (complete) answer may have been
 // applied. Timeouts keep their name (the lease reads back on timeout); other failures after sending
 // become unknown_outcome so that nobody mistakes them for "not applied".
-inline error_code s3_write_transport_error(error_code ec, http::request_info const& info) {
-    if (info.outcome_unknown() && ec != errc::timeout && ec != s3_asio::error::operation_aborted)
-        return errc::unknown_outcome;
-    return ec;
-}
+BATON_DECL error_code s3_write_transport_error(error_code ec, http::request_info const& info);
 
 using s3_reply = aws::signed_reply;
 
@@ -138,12 +66,7 @@ struct s3_state {
           channel(client, ep, aws::signing_params::for_s3(params.region), params.credentials,
                   params.credentials_provider, &s3_expired_token) {}
 
-    static aws::s3_address resolve(s3_backend_params const& p) {
-        diagnostics diag;
-        auto addr = aws::resolve_s3_address(p.endpoint, p.region, p.bucket, p.path_style, diag);
-        if (!addr) throw config_error("s3_backend_params: " + diag.message);
-        return *addr;
-    }
+    static aws::s3_address resolve(s3_backend_params const& p);
 
     s3_asio::any_io_executor ex;
     s3_backend_params params;
@@ -171,14 +94,7 @@ struct s3_state {
         return unquoted_etags ? s3_unquote(version) : version;
     }
 
-    http::request make_request(s3_bhttp::verb v, std::string target, std::string body = {}) const {
-        http::request req{v, target, 11};
-        req.set(s3_bhttp::field::host, ep.host_header());
-        req.set(s3_bhttp::field::user_agent, "baton");
-        req.body() = std::move(body);
-        req.prepare_payload();
-        return req;
-    }
+    http::request make_request(s3_bhttp::verb v, std::string target, std::string body = {}) const;
 
     template <class Handler, class Result>
     void complete(Handler&& h, error_code ec, Result&& r) const {
@@ -188,26 +104,7 @@ struct s3_state {
 
 
     // Whether a conditional operation may go ahead, by the last probe; `capability_missing` names the failed check.
-    error_code gate(bool erase, precondition::kind k, diagnostics& diag) const {
-        if (!caps) return {};
-        if (erase && k == precondition::kind::matches && !caps->conditional_erase) {
-            diag.message = "conditional erase refused: this store does not honour If-Match on DELETE (probe: " +
-                           erase_check +
-                           "); unconditional erases still work, and leases release with a marker instead";
-            return errc::capability_missing;
-        }
-        if (!erase && k == precondition::kind::absent && !caps->conditional_create) {
-            diag.message = "conditional create refused: this store does not honour If-None-Match: * on PUT (probe: " +
-                           create_check + "); leases and other conditional writes cannot be made safe on it";
-            return errc::capability_missing;
-        }
-        if (!erase && k == precondition::kind::matches && !caps->conditional_replace) {
-            diag.message = "conditional replace refused: this store does not honour If-Match on PUT (probe: " +
-                           replace_check + "); leases and other conditional writes cannot be made safe on it";
-            return errc::capability_missing;
-        }
-        return {};
-    }
+    error_code gate(bool erase, precondition::kind k, diagnostics& diag) const;
 };
 
 BATON_LAZY void s3_start_probe(std::shared_ptr<s3_state> const& st, aws::signed_channel const& channel);
@@ -541,6 +438,10 @@ BATON_LAZY void s3_list(std::shared_ptr<s3_state> st, aws::signed_channel channe
 }
 
 } // namespace baton::detail
+#endif
+
+#ifndef BATON_SEPARATE_COMPILATION
+#include <baton/backend/impl/s3_requests.ipp>
 #endif
 
 #endif
