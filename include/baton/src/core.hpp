@@ -3,10 +3,12 @@
 #define BATON_SRC_CORE_HPP
 
 /** @file
-    Top of the house. Part of `<baton/src.hpp>`: baton's non-template code (errors, SigV4, the
-    AWS configuration and credentials, the JSON, XML and record parsers, the file store),
-    compiled once. Include it in exactly one translation unit of a program built with
-    `BATON_SEPARATE_COMPILATION`, or include `<baton/src.hpp>` for every part at once.
+    Top of the house. Part of `<baton/src.hpp>`: baton's non-template code (errors, text,
+    randomness and retries, SigV4, the AWS configuration and credentials, the JSON, XML and
+    record parsers, the stores' non-template parts, the lease machine, the lease table's plan,
+    lease_metrics), compiled once. Include it in exactly one translation unit of a program
+    built with `BATON_SEPARATE_COMPILATION`, or include `<baton/src.hpp>` for every part at
+    once.
 */
 
 #ifndef BATON_SEPARATE_COMPILATION
