@@ -82,7 +82,7 @@ namespace bhttp = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
 // What one write hands to the socket: a write may take less than it is given, and what the
-// client writes (a request's head and body, or the pieces of Beast's serializer) fits in far fewer.
+// client writes (a request's head, body and framing) fits in far fewer.
 struct write_buffers {
     static constexpr std::size_t capacity = 16;
     std::array<asio::const_buffer, capacity> items{};
@@ -97,11 +97,10 @@ using io_handler = asio::any_completion_handler<void(error_code, std::size_t)>;
 // One pooled connection: a plain or a TLS stream, and the read buffer that belongs to it.
 //
 // It is itself the stream the request is read and written on, plain or TLS alike, so that
-// Beast's HTTP read and write and Asio's composed write compile once, not once per stream type,
-// and the TCP and TLS operations under them once each, for one erased handler type: that was a
-// third of what a unit that sends a request costs to compile. At run time a read or a write pays
-// a branch and one handler allocation from Asio's recycling allocator, nothing next to a round
-// trip.
+// Beast's HTTP read and Asio's composed write compile once, not once per stream type, and the
+// TCP and TLS operations under them once each, for one erased handler type: a fifth of what a
+// unit that sends a request cost to compile. At run time a read or a write pays a branch and
+// one handler allocation from Asio's recycling cache, nothing next to a round trip.
 struct connection {
     connection(asio::any_io_executor const& ex, asio::ssl::context* tls_ctx) {
         if (tls_ctx != nullptr)

@@ -22,9 +22,8 @@
 namespace baton::http::detail {
 
 // A template only so that its bodies are compiled where a request is made (async_request's
-// instantiation), not in every unit that includes the client: they instantiate Beast's reads
-// and writes and Asio's socket and TLS operations, most of what including the client costs to
-// compile. (A unit that includes an AWS backend still compiles them once: signed_channel sends.)
+// instantiation), not in every unit that includes the client: they instantiate Beast's read
+// and Asio's socket and TLS operations, most of what sending a request costs to compile.
 // Only basic_request_op<void> exists: the pool's queue holds request_op.
 template <class Unused>
 struct basic_request_op : std::enable_shared_from_this<basic_request_op<Unused>> {
