@@ -1111,6 +1111,91 @@ TEST_CASE("plain and TLS alike: large bodies both ways and a chunked request arr
     CHECK(c.connections_opened() == 2); // each kept alive for the second request
 }
 
+TEST_CASE("plain and TLS alike: an empty chunked request leaves its kept-alive connection clean") {
+    // A chunked request without a body is its last chunk alone. One byte more (Beast's serializer
+    // sent the last chunk twice) and the server reads it as the start of the next request.
+    net::io_context ioc;
+    auto tls = server_tls(pki().localhost);
+    test_server plain_srv(ioc, [](server_request const&, int) { return ok(); });
+    test_server tls_srv(ioc, [](server_request const&, int) { return ok(); }, tls.get());
+    bh::client_options opts;
+    opts.ca_file = pki().ca_file.string();
+    bh::client c(ioc.get_executor(), opts);
+    for (test_server* srv : {&plain_srv, &tls_srv}) {
+        auto const ep = srv == &tls_srv ? srv->ep(bh::scheme::https) : srv->ep();
+        CAPTURE(ep.is_tls());
+        bh::request empty{bhttp::verb::post, "/first", 11};
+        empty.chunked(true);
+        REQUIRE_FALSE(fetch(ioc, c, ep, std::move(empty)).ec);
+        REQUIRE_FALSE(fetch(ioc, c, ep, get("/second")).ec);
+        CHECK(srv->stats().accepted == 1);
+        CHECK(srv->stats().requests == 2);
+        REQUIRE(srv->stats().seen.size() == 2);
+        CHECK(srv->stats().seen[0].body().empty());
+        CHECK(srv->stats().seen[1].target() == "/second");
+    }
+    CHECK(c.connections_opened() == 2);
+}
+
+TEST_CASE("a request with both Content-Length and chunked framing is refused unsent") {
+    // Two framings in one request: a server and a proxy in front of it may each pick another.
+    net::io_context ioc;
+    test_server srv(ioc, [](server_request const&, int) { return ok(); });
+    bh::client c(ioc.get_executor());
+    bh::request both{bhttp::verb::put, "/x", 11};
+    both.body() = "abc";
+    both.chunked(true);
+    both.set(bhttp::field::content_length, "3");
+    auto o = fetch(ioc, c, srv.ep(), std::move(both));
+    CHECK(o.ec == errc::invalid_argument);
+    CHECK_FALSE(o.info.request_sent);
+    CHECK(contains(o.info.diag.message, "both Content-Length and Transfer-Encoding"));
+    CHECK(srv.stats().accepted == 0);
+}
+
+TEST_CASE("TLS: a request the server never reads times out unsent; one it read and left unanswered is unknown") {
+    // Over TLS the request passes through the connection's forwarding to the TLS stream: a close
+    // in the middle of a write must still say "not sent", and a whole write "sent".
+    net::io_context ioc;
+    auto tls = server_tls(pki().localhost);
+    tcp::acceptor silent(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    std::vector<std::unique_ptr<net::ssl::stream<tcp::socket>>> held; // handshake, then read nothing
+    std::function<void()> accept_next = [&] {
+        silent.async_accept([&](error_code ec, tcp::socket s) {
+            if (ec) return;
+            held.push_back(std::make_unique<net::ssl::stream<tcp::socket>>(std::move(s), *tls));
+            held.back()->async_handshake(net::ssl::stream_base::server, [](error_code) {});
+            accept_next();
+        });
+    };
+    accept_next();
+    test_server hanging(ioc, [](server_request const&, int) { return with_kind(reply::hang); }, tls.get());
+    bh::client_options opts;
+    opts.ca_file = pki().ca_file.string();
+    opts.attempt_timeout = 300ms;
+    bh::client c(ioc.get_executor(), opts);
+    for (bool chunked : {false, true}) {
+        CAPTURE(chunked);
+        bh::request big{bhttp::verb::put, "/big", 11};
+        big.body().assign(std::size_t{64} << 20, 'x');
+        if (chunked) big.chunked(true);
+        auto o = fetch(ioc, c, bh::endpoint{bh::scheme::https, "127.0.0.1", silent.local_endpoint().port()},
+                       std::move(big));
+        CHECK(o.ec == errc::timeout);
+        CHECK_FALSE(o.info.request_sent);
+        CHECK(contains(o.info.diag.message, "it was not completely sent"));
+
+        bh::request small{bhttp::verb::put, "/small", 11};
+        small.body().assign(std::size_t{100} << 10, 'y');
+        if (chunked) small.chunked(true);
+        o = fetch(ioc, c, hanging.ep(bh::scheme::https), std::move(small));
+        CHECK(o.ec == errc::timeout);
+        CHECK(o.info.request_sent);
+        CHECK(o.info.outcome_unknown());
+    }
+    CHECK(c.idle_connections() == 0);
+}
+
 TEST_CASE("TLS: a certificate the system store does not trust is refused, clearly") {
     net::io_context ioc;
     auto tls = server_tls(pki().localhost);

@@ -127,7 +127,8 @@ public:
           verification failed:`. They are not retryable.
         - `errc::invalid_response`: a response over a size limit, truncated
           or malformed; the message names the limit or the fault.
-        - `errc::invalid_argument`: `ep` has no host or port, or `ro` is invalid
+        - `errc::invalid_argument`: `ep` has no host or port, `ro` is invalid, or the request
+          has both `Content-Length` and `Transfer-Encoding: chunked`
           (or, for a TLS endpoint, OpenSSL could not make the client's TLS context).
         - `asio::error::operation_aborted`: cancelled.
 

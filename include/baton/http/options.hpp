@@ -12,6 +12,13 @@
 #include <baton/core/detail/config.hpp>
 #include <baton/core/error.hpp>
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
 namespace baton::http {
 /** The settings of one `client`, fixed at its construction: timeouts, limits on what a server
     may send, the pool's size and TLS trust.

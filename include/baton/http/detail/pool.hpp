@@ -112,7 +112,7 @@ struct connection {
     std::optional<beast::tcp_stream> plain;
     std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
     beast::flat_buffer buffer;
-    std::string out; // the head of the request being sent (request_bytes.hpp), its capacity kept for the next
+    std::string out; // the head (and chunk size line) of the request being sent, its capacity kept for the next
     std::chrono::steady_clock::time_point idle_since{};
 
     beast::tcp_stream& tcp() noexcept { return tls ? tls->next_layer() : *plain; }
@@ -137,6 +137,8 @@ struct connection {
 
     template <class ConstBufferSequence, class Token>
     auto async_write_some(ConstBufferSequence const& buffers, Token&& token) {
+        // Empty buffers are left out: a TLS stream given an empty first buffer reports success
+        // with nothing written, which would end a composed write early.
         write_buffers w;
         for (auto it = asio::buffer_sequence_begin(buffers);
              it != asio::buffer_sequence_end(buffers) && w.count < write_buffers::capacity; ++it) {

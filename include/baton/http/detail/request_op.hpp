@@ -94,6 +94,10 @@ struct basic_request_op : std::enable_shared_from_this<basic_request_op<Unused>>
         if (ep.host.empty() || ep.port == 0)
             return finish(errc::invalid_argument, "the endpoint has no host or no port (use parse_endpoint)");
         if (req.find(bhttp::field::host) == req.end()) req.set(bhttp::field::host, ep.host_header());
+        if (req.chunked() && req.has_content_length())
+            return finish(errc::invalid_argument, "the request has both Content-Length and Transfer-Encoding: "
+                                                  "chunked, which a server may read as two different requests "
+                                                  "(RFC 9112, section 6.2); the request was not sent");
         if (!req.has_content_length() && !req.chunked()) req.prepare_payload();
         if (slot.is_connected()) {
             std::weak_ptr<basic_request_op> weak = this->weak_from_this();
