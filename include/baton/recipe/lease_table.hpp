@@ -1105,7 +1105,7 @@ public:
             }
             for (auto const& id : to_hand_over) {
                 if (!acting(term)) co_return;
-                stopped.try_emplace(id, view.shards[id].body.token);
+                mark_stopped(id, view.shards[id].body.token);
                 co_await hand_over(id, counts, false); // to its requester, or unowned
             }
             auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, awaiting.size(), rng);
@@ -1161,6 +1161,12 @@ public:
                     w.version.clear(); // read it again at the next scan, whatever happened
                 }
             }
+        }
+
+        // Notes that this term stops `id` at `token`: a stop only ever rises.
+        void mark_stopped(std::string const& id, std::uint64_t token) {
+            auto& at = stopped[id];
+            at = std::max(at, token);
         }
 
         // True when this term stopped a work of `id` at a token of at least `token`.
@@ -1223,7 +1229,7 @@ public:
                     ++it;
                     continue;
                 }
-                stopped[it->first] = std::max(stopped[it->first], s.grant.token);
+                mark_stopped(it->first, s.grant.token);
                 if (!s.lost) done.push_back(it->first);
                 it = sessions.erase(it);
             }
@@ -1243,9 +1249,14 @@ public:
             std::string const me = opts.worker;
             std::uint64_t const t = term;
             detail::table_view const& v = view;
+            // The record read here may hold a later claim of ours than the view knew (a claim whose
+            // answer was lost, read back now): the stop covers the token handed over, so that no
+            // work starts for it afterwards from a view that predates this handoff.
+            auto mark = [this, &id](std::uint64_t token) { mark_stopped(id, token); };
             detail::shard_change_fn change =
-                [&v, &counts, me, t, to_anyone](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+                [&v, &counts, me, t, to_anyone, mark](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
                     if (!now || !now->owned_by(me, t)) return detail::shard_change::keep(); // not ours any more
+                    mark(now->token);
                     std::optional<std::pair<std::string, std::uint64_t>> to;
                     // A token that can rise no more: the shard is left free, never handed on with 0.
                     if (!now->retired && now->token != detail::max_shard_token) {
@@ -1404,7 +1415,7 @@ public:
                 for (auto const& [id, s] : view.shards)
                     if (s.body.owned_by(opts.worker, term) && !sessions.count(id)) left.push_back(id);
                 for (auto const& id : left) {
-                    stopped.try_emplace(id, view.shards[id].body.token);
+                    mark_stopped(id, view.shards[id].body.token);
                     co_await hand_over(id, counts, true);
                 }
                 if (sessions.empty() && left.empty()) break;
