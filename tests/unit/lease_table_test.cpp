@@ -1,7 +1,8 @@
 // The lease table, deterministically, in virtual time on the memory store: acquisition with
 // tokens and checkpoints, balancing with graceful handoff, a dead worker's shards taken after the
 // takeover window, a frozen worker's checkpoint refused by the store, a late checkpoint that
-// lands after its writer lost the shard, shutdown handing everything over, retire and register,
+// lands after its writer lost the shard, a claim given up unseen that a lagging replica shows
+// again, shutdown handing everything over, retire and register,
 // and the steady-state cost (one write per worker per renew period, whatever the shard count).
 
 #include <baton/backend/memory.hpp>
@@ -16,6 +17,7 @@
 #include <test_common/table_workers.hpp>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <random>
@@ -69,6 +71,88 @@ public:
 private:
     baton::memory_backend inner_;
     std::shared_ptr<std::map<std::string, int>> counts_;
+};
+
+// A memory store behind a lossy network and a lagging replica, both scripted per key by the test:
+// a put can be applied with its answer lost (its sender hears a timeout) and can run a step of
+// the test once applied; reads of a key can be answered with an older record the key held until
+// a write made on that record arrives (the store refuses it, and reads are fresh again).
+class lagging_store {
+public:
+    using executor_type = baton::memory_backend::executor_type;
+
+    struct put_plan {
+        bool lose_answer = false;   // its sender hears errc::timeout
+        std::function<void()> then; // runs once the store applied it, before anyone hears of it
+    };
+
+    explicit lagging_store(baton::memory_backend inner) : inner_(std::move(inner)), sh_(std::make_shared<shared>()) {}
+    executor_type get_executor() const { return inner_.get_executor(); }
+    baton::memory_backend& inner() { return inner_; }
+
+    /// What happens to the next puts of `key` that the store applies, in order (a put it refuses
+    /// leaves the plan to the next one; once the plans run out, puts are plain).
+    void plan_puts(std::string const& key, std::vector<put_plan> plans) {
+        for (auto& p : plans) sh_->puts[key].push_back(std::move(p));
+    }
+    /// Reads of `key` answer `old` until a put or erase conditional on `old`'s version arrives.
+    void lag_reads(std::string const& key, baton::record old) { sh_->lagging[key] = std::move(old); }
+    bool lagging(std::string const& key) const { return sh_->lagging.count(key) != 0; }
+
+    template <class H>
+    void async_get(std::string key, H&& h) {
+        auto it = sh_->lagging.find(key);
+        if (it == sh_->lagging.end()) return inner_.async_get(std::move(key), std::forward<H>(h));
+        baton::get_result r;
+        r.found = it->second;
+        baton::detail::post_completion(inner_.get_executor(), std::forward<H>(h), error_code{}, std::move(r));
+    }
+    template <class H>
+    void async_put(std::string key, std::string body, baton::precondition pc, H&& h) {
+        catch_up(key, pc);
+        auto& plans = sh_->puts[key];
+        if (plans.empty()) return inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<H>(h));
+        auto plan = std::move(plans.front());
+        plans.pop_front();
+        inner_.async_put(key, std::move(body), std::move(pc),
+                         [sh = sh_, key, plan = std::move(plan), h = std::forward<H>(h)](error_code ec, baton::put_result r) mutable {
+                             if (ec) sh->puts[key].push_front(std::move(plan)); // for the next put that lands
+                             if (!ec && plan.then) plan.then();
+                             if (!ec && plan.lose_answer) {
+                                 r = {};
+                                 r.diag.message = "answer lost by the test";
+                                 ec = errc::timeout;
+                             }
+                             std::move(h)(ec, std::move(r));
+                         });
+    }
+    template <class H>
+    void async_erase(std::string key, baton::precondition pc, H&& h) {
+        catch_up(key, pc);
+        inner_.async_erase(std::move(key), std::move(pc), std::forward<H>(h));
+    }
+    template <class H>
+    void async_list(std::string prefix, std::string after, std::size_t limit, H&& h) {
+        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<H>(h));
+    }
+    template <class H>
+    void async_probe(H&& h) {
+        inner_.async_probe(std::forward<H>(h));
+    }
+
+private:
+    // A write made on the lagging record: its writer learns the truth, and so do later reads.
+    void catch_up(std::string const& key, baton::precondition const& pc) {
+        auto it = sh_->lagging.find(key);
+        if (it != sh_->lagging.end() && pc.which() == baton::precondition::kind::matches && pc.version() == it->second.version)
+            sh_->lagging.erase(it);
+    }
+    struct shared {
+        std::map<std::string, std::deque<put_plan>> puts;
+        std::map<std::string, baton::record> lagging;
+    };
+    baton::memory_backend inner_;
+    std::shared_ptr<shared> sh_;
 };
 
 baton::lease_table_options table_options(std::string worker, std::uint64_t seed) {
@@ -666,6 +750,86 @@ TEST_CASE("a claim that reads a new term of the owner it judged gone leaves the 
     w.workers.at("b").ex.thaw();
     sched.run_for(8s);
     w.check_log(false); // no work of b while a's new term works on s1
+}
+
+TEST_CASE("a claim of ours handed over unseen is never worked on when a lagging read shows it again") {
+    // The shard's work at token T ends and the shard is freed. Our claim at T+1 lands with its
+    // answer lost, and reads lag: they show the record of our work at T. That older record names
+    // us, at a token not below the view's, so the view takes it, and the shard, stopped at T, is
+    // handed over; the handoff reads the T+1 claim and frees it. Another worker claims it at T+2,
+    // and our next claim, refused, reads our T+1 claim from the lagging replica: that claim was
+    // given up by our own handoff, and no work may start for it.
+    sim::scheduler sched(31);
+    lagging_store store(baton::memory_backend(sched.get_executor()));
+    world<lagging_store> w(sched, store);
+    w.register_shards(1);
+    std::string const key = "t/shards/s100";
+    using table_t = world<lagging_store>::table_t;
+    auto& a = w.workers.emplace("a", world<lagging_store>::worker{sched.make_participant_executor(), nullptr, std::nullopt})
+                  .first->second;
+    std::vector<std::uint64_t> tokens; // of the works started, in order
+    bool competitor_wrote = false;
+    // The shard record as another worker's claim writes it over `now` (its version).
+    auto competitor_claims = [&store, &key, &competitor_wrote](baton::record const& now) {
+        baton::detail::shard_body b;
+        baton::diagnostics d;
+        REQUIRE_FALSE(baton::detail::decode_shard_body(now.body, b, d));
+        b.owner = "b";
+        b.term = 1;
+        b.token += 1;
+        b.nonce = "0123456789abcdef0123456789abcdef";
+        store.inner().async_put(key, baton::detail::encode_shard_body(b), baton::precondition::matches(now.version),
+                                [&competitor_wrote](error_code ec, baton::put_result) { competitor_wrote = !ec; });
+    };
+    auto script = [&store, &key, competitor_claims] {
+        auto const at_work = store.inner().peek(key); // our work's record: token T, names us
+        REQUIRE(at_work);
+        auto claim = std::make_shared<std::optional<baton::record>>();
+        store.plan_puts(key, {{}, // the handoff that frees the shard at T
+                              {true, // our claim at T+1, and then reads lag on our work's record
+                               [&store, &key, at_work, claim] {
+                                   *claim = store.inner().peek(key);
+                                   store.lag_reads(key, *at_work);
+                               }},
+                              {false, // our handoff of the T+1 claim, then b's claim, and reads lag on ours
+                               [&store, &key, competitor_claims, claim] {
+                                   auto const freed = store.inner().peek(key);
+                                   REQUIRE(freed);
+                                   REQUIRE(*claim);
+                                   competitor_claims(*freed);
+                                   store.lag_reads(key, **claim);
+                               }}});
+    };
+    a.table = std::make_unique<table_t>(a.ex, store, table_options("a", 1), baton::standard_retry{}, baton::backend_signer{},
+                                        sim::manual_clock{});
+    a.table->async_run(
+        [&tokens, script](table_t::shard_type s) -> asio::awaitable<void> {
+            tokens.push_back(s.token());
+            if (tokens.size() > 1) co_return;
+            timer_for_test t(co_await asio::this_coro::executor);
+            for (int i = 0; i < 3; ++i) {
+                t.expires_at(sim::manual_clock{}.timer_expiry(1s));
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            script(); // the work ends now
+        },
+        [&a](error_code ec) { a.finished = ec; });
+    sched.run_for(30s); // b never runs: a takes b's shard once b is judged missing, after this
+    REQUIRE(competitor_wrote);
+    REQUIRE_FALSE(tokens.empty());
+    auto const T = tokens.front();
+    // The lagging read of the T+1 claim was answered to our refused claim (the claim then saw it
+    // as ours) and caught up by the handoff that followed.
+    CHECK_FALSE(store.lagging(key));
+    for (auto t : tokens) CHECK(t != T + 1);
+    CHECK(tokens.size() == 1u);
+    auto const now = store.inner().peek(key);
+    REQUIRE(now);
+    baton::detail::shard_body b;
+    baton::diagnostics d;
+    REQUIRE_FALSE(baton::detail::decode_shard_body(now->body, b, d));
+    CHECK(b.owner == "b");
+    CHECK(b.token == T + 2);
 }
 
 TEST_CASE("a shard change that a write of it may still land on is settled before it is answered") {
