@@ -1,0 +1,64 @@
+"""Fault proxies in front of a test's AWS services (fault_proxy.py), for the Python runners.
+
+start(workdir, service_env, seed, profile) puts one proxy before each service endpoint named in
+`service_env` (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB) and returns the proxies and the
+variables that send a process's requests through them; calm() stops every fault (the closing
+checks of a test need a calm network); stop() ends them and counts the faults they injected.
+"""
+import collections, json, os, signal, subprocess, sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+SERVICES = (("AWS_ENDPOINT_URL_S3", "s3"), ("AWS_ENDPOINT_URL_DYNAMODB", "dynamodb"))
+
+
+class Proxy:
+    def __init__(self, workdir, name, upstream_url, seed, profile):
+        hostport = upstream_url.split("://", 1)[1].rstrip("/")
+        self.name = name
+        self.log = os.path.join(workdir, "proxy-%s.jsonl" % name)
+        self.err = os.path.join(workdir, "proxy-%s.err" % name)
+        self.popen = subprocess.Popen(
+            [sys.executable, os.path.join(here, "fault_proxy.py"), "--upstream", hostport, "--seed", str(seed),
+             "--log", self.log, "--profile", profile, "--blackhole-every", "15", "--blackhole-for", "2"],
+            stdout=subprocess.PIPE, stderr=open(self.err, "w"), text=True)
+        line = self.popen.stdout.readline().split()
+        if len(line) != 2 or line[0] != "PORT":
+            self.popen.kill()
+            raise SystemExit("fault proxy %s did not start: see %s" % (name, self.err))
+        self.url = "http://127.0.0.1:%s" % line[1]
+
+
+def start(workdir, service_env, seed, profile="default"):
+    proxies, env = [], {}
+    for var, name in SERVICES:
+        if var in service_env:
+            p = Proxy(workdir, name, service_env[var], seed * 10 + len(proxies), profile)
+            proxies.append(p)
+            env[var] = p.url
+    return proxies, env
+
+
+def calm(proxies):
+    for p in proxies:
+        p.popen.send_signal(signal.SIGUSR1)
+
+
+def stop(proxies):
+    """Ends the proxies; the faults they injected, by kind."""
+    injected = collections.Counter()
+    for p in proxies:
+        p.popen.send_signal(signal.SIGTERM)
+        try:
+            p.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.popen.kill()
+        with open(p.log) as f:
+            for line in f:
+                d = json.loads(line)
+                if "fault" in d:
+                    injected[d["fault"]] += 1
+    return injected
+
+
+def describe(injected):
+    return ", ".join("%s %d" % kv for kv in sorted(injected.items())) or "none"
