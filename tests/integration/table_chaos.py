@@ -21,20 +21,26 @@ Checks:
 Records processed twice (after a SIGKILL or a loss, between the last checkpoint and the end of
 a work) are counted and reported, never failed: that is the documented at-least-once outcome.
 
-Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3 | composed]
+Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3 | composed] [--faults SEED]
   file         a fresh directory (default)
   dynamodb     a fresh table on the dynalite at BATON_DYNAMODB_ENDPOINT (with-servers.sh dynalite)
   s3           a fresh bucket on the S3 store at BATON_S3_ENDPOINT (Ceph RGW, with-servers.sh rgw)
   composed     the commit protocol's store: a fresh bucket on s3rver (which ignores
                preconditions) at BATON_S3RVER_ENDPOINT, its commits in a fresh dynalite table,
                s3://BUCKET/xproc?lock=dynamodb://TABLE (with-servers.sh s3rver dynalite)
+  --faults SEED  the workers reach each AWS service through a seeded fault proxy
+               (tests/robustness/fault_proxy.py: delays, answers dropped after the store applied
+               the request, resets, blackholes); the admin commands and the checks go direct, and
+               the network is calmed once every shard is done, before the balance check
 Skipped (exit 0, one line) when its server is not configured.
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "robustness"))
 from cli_cross_process import dynamodb_store, s3_store, skip_without_server
 from s3_request import create_bucket
+import proxied
 
 SHARDS = 12
 RECORDS = 40
@@ -63,8 +69,14 @@ def composed_store():
 
 
 def main():
-    baton = sys.argv[1]
-    kind = sys.argv[2] if len(sys.argv) > 2 else "file"
+    args = sys.argv[1:]
+    fault_seed = None
+    if "--faults" in args:
+        at = args.index("--faults")
+        fault_seed = int(args[at + 1])
+        del args[at:at + 2]
+    baton = args[0]
+    kind = args[1] if len(args) > 1 else "file"
     skip_without_server(kind)
     scratch = tempfile.mkdtemp(prefix="baton-table-chaos-")
     drop = None
@@ -90,6 +102,13 @@ def main():
     log_path = os.path.join(scratch, "events.log")
     failures = []
     procs = {}
+    proxies, worker_env = [], env
+    if fault_seed is not None and kind != "file":
+        # Faults scaled to the 2 s TTL (renew deadline 1.33 s): delays up to 1 s, 1 s blackholes.
+        # With the robustness runs' 2.5 s delays and 2 s blackholes every worker loses its term
+        # every few seconds and the table thrashes (still safe, but too slow for this test).
+        proxies, through = proxied.start(scratch, env, fault_seed, delay_ms="100:1000", blackhole_for=1)
+        worker_env = dict(env, **through)
 
     def cli(*args, check=True):
         r = subprocess.run([baton, *args], env=env, capture_output=True, text=True, timeout=60)
@@ -104,12 +123,15 @@ def main():
         out = open(os.path.join(scratch, name + ".err"), "a")
         procs[name] = subprocess.Popen([baton, "table", "work", "--store", store, "--worker", name, "--records",
                                         str(RECORDS), "--step", STEP, "--ttl", TTL, "--log", log_path],
-                                       env=env, stdout=out, stderr=out)
+                                       env=worker_env, stdout=out, stderr=out)
 
     samples = {}  # shard -> checkpoints seen, in order
 
+    samples_log = open(os.path.join(scratch, "status.jsonl"), "a")  # kept with the logs of a failed run
+
     def sample():
         st = status()
+        samples_log.write(json.dumps(dict(st, t=time.monotonic())) + "\n")
         for s in st["shards"]:
             cp = int(s["checkpoint"]) if s["checkpoint"] is not None else 0
             seen = samples.setdefault(s["shard"], [])
@@ -156,6 +178,7 @@ def main():
                     RECORDS, DONE_WITHIN, {s["shard"]: s["checkpoint"] for s in st["shards"]}))
                 break
             time.sleep(0.25)
+        proxied.calm(proxies)
         # Balanced after the deaths and joins: every shard owned by a live worker, within one of the fair share.
         deadline = time.time() + BALANCED_WITHIN
         while True:
@@ -192,7 +215,8 @@ def main():
             if rc not in (0, -signal.SIGKILL):
                 err = open(os.path.join(scratch, name + ".err")).read().strip()
                 failures.append("%s exited %d: %s" % (name, rc, err[-500:]))
-
+        if proxies:
+            print("network faults by kind: " + proxied.describe(proxied.stop(proxies)))
     st = status()
     still_live = [w["name"] for w in st["workers"] if not w["released"]]
     if still_live:
@@ -203,7 +227,10 @@ def main():
             drop()
         except Exception:
             pass
-    shutil.rmtree(scratch, ignore_errors=True)
+    if failures:
+        print("the workers' logs and the proxies' decisions are kept in " + scratch)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
     for f in failures:
         print("FAIL: " + f)
     print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))

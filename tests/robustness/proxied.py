@@ -1,6 +1,6 @@
 """Fault proxies in front of a test's AWS services (fault_proxy.py), for the Python runners.
 
-start(workdir, service_env, seed, profile) puts one proxy before each service endpoint named in
+start(workdir, service_env, seed, profile, ...) puts one proxy before each service endpoint named in
 `service_env` (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB) and returns the proxies and the
 variables that send a process's requests through them; calm() stops every fault (the closing
 checks of a test need a calm network); stop() ends them and counts the faults they injected.
@@ -12,14 +12,15 @@ SERVICES = (("AWS_ENDPOINT_URL_S3", "s3"), ("AWS_ENDPOINT_URL_DYNAMODB", "dynamo
 
 
 class Proxy:
-    def __init__(self, workdir, name, upstream_url, seed, profile):
+    def __init__(self, workdir, name, upstream_url, seed, profile, delay_ms, blackhole_for):
         hostport = upstream_url.split("://", 1)[1].rstrip("/")
         self.name = name
         self.log = os.path.join(workdir, "proxy-%s.jsonl" % name)
         self.err = os.path.join(workdir, "proxy-%s.err" % name)
         self.popen = subprocess.Popen(
             [sys.executable, os.path.join(here, "fault_proxy.py"), "--upstream", hostport, "--seed", str(seed),
-             "--log", self.log, "--profile", profile, "--blackhole-every", "15", "--blackhole-for", "2"],
+             "--log", self.log, "--profile", profile, "--delay-ms", delay_ms,
+             "--blackhole-every", "15", "--blackhole-for", str(blackhole_for)],
             stdout=subprocess.PIPE, stderr=open(self.err, "w"), text=True)
         line = self.popen.stdout.readline().split()
         if len(line) != 2 or line[0] != "PORT":
@@ -28,11 +29,12 @@ class Proxy:
         self.url = "http://127.0.0.1:%s" % line[1]
 
 
-def start(workdir, service_env, seed, profile="default"):
+def start(workdir, service_env, seed, profile="default", delay_ms="100:2500", blackhole_for=2):
+    """Delays are drawn in `delay_ms` ("MIN:MAX"); a blackhole of `blackhole_for` s every 15 s."""
     proxies, env = [], {}
     for var, name in SERVICES:
         if var in service_env:
-            p = Proxy(workdir, name, service_env[var], seed * 10 + len(proxies), profile)
+            p = Proxy(workdir, name, service_env[var], seed * 10 + len(proxies), profile, delay_ms, blackhole_for)
             proxies.append(p)
             env[var] = p.url
     return proxies, env
