@@ -832,6 +832,41 @@ TEST_CASE("a claim of ours handed over unseen is never worked on when a lagging 
     CHECK(b.token == T + 2);
 }
 
+TEST_CASE("a worker back under a new term soon after it was reaped is seen alive again, and gets its share") {
+    // b reaps the frozen a (a's record then says released); a thaws at once, finds its term lost
+    // and takes a new one well within half its TTL of the reap, so b's listing sees that change
+    // as a renewal would look, and a's next renewal is 20 s away. b must still read a's record
+    // again: a's ask names a term b's view has not read. A view that kept "released, at the old
+    // term" would refuse a's asks until a renewal happened to meet one of b's full scans.
+    sim::scheduler sched(41);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(4);
+    auto ob = table_options("b", 2);
+    ob.ttl = 6s;
+    w.start("b", 1.0, ob);
+    sched.run_for(5s);
+    auto oa = table_options("a", 1);
+    oa.ttl = 60s;
+    w.start("a", 1.0, oa);
+    sched.run_for(40s);
+    REQUIRE(w.owned()["a"] == 2u);
+    auto released = [&w] {
+        auto r = w.store.peek("t/workers/a");
+        baton::detail::lease_body b;
+        baton::diagnostics d;
+        return r && !baton::detail::decode_lease_body(r->body, b, d) && b.released;
+    };
+    w.workers.at("a").ex.freeze();
+    for (int i = 0; i < 3000 && !released(); ++i) sched.run_for(100ms);
+    REQUIRE(released()); // b's reaper ended a's term
+    w.workers.at("a").ex.thaw();
+    sched.run_for(15s);
+    auto n = w.owned();
+    CHECK(n["a"] == 2u);
+    CHECK(n["b"] == 2u);
+    w.check_log(false);
+}
+
 TEST_CASE("a shard change that a write of it may still land on is settled before it is answered") {
     // The change is asked again about the record its write was made on; the answer may differ
     // (the view behind a claim moved on), but the earlier write may still land there.

@@ -978,6 +978,17 @@ public:
             // enough to see it alive. Its body (term, released) is read when first seen and at
             // every fourth scan (the facts it gives only move forward; a reaper reads it first).
             bool const full = scans++ % 4 == 0;
+            // Workers a shard record names under a later term than this view read (as owner or
+            // asker): the body this view holds is older than that term. A change of their record
+            // that looked like a renewal was not one; read it again, or this view would judge a
+            // live worker ended (its asks never granted) until a change happened to meet a full scan.
+            std::set<std::string, std::less<>> named_later;
+            for (auto const& [id, s] : view.shards)
+                for (auto const& [name, t] : {std::pair{&s.body.owner, s.body.term},
+                                              std::pair{&s.body.requested_by, s.body.requested_term}}) {
+                    auto const it = view.workers.find(*name);
+                    if (it != view.workers.end() && it->second.decoded && it->second.term < t) named_later.insert(*name);
+                }
             auto [wec, workers] = co_await list_all(wprefix);
             auto const listed = now();
             if (!wec) {
@@ -987,13 +998,15 @@ public:
                     std::string name = e.key.substr(worker_prefix().size());
                     present.insert(name);
                     auto& w = view.workers[name];
-                    if (w.version == e.version && w.decoded) continue;
+                    bool const stale = named_later.count(name) != 0;
+                    if (w.version == e.version && w.decoded && !stale) continue;
                     // A version that had lived longer than half a TTL was no renewal of a live
-                    // worker: a reaper's marker, a release, or a new term. Read it at once.
+                    // worker: a reaper's marker, a release, or a new term. Neither is a change of a
+                    // record that says released (nobody renews it). Read those at once.
                     bool const long_lived = listed - w.observed_since >= std::chrono::nanoseconds(w.ttl) / 2;
                     if (w.version != e.version) w.observed_since = listed;
                     w.version = e.version;
-                    if (w.decoded && !full && !long_lived) continue;
+                    if (w.decoded && !full && !long_lived && !stale && !w.released) continue;
                     keys.push_back(e.key);
                     names.push_back(std::move(name));
                 }
