@@ -32,6 +32,22 @@ search_result check_key(std::string const& lines, std::chrono::milliseconds limi
 
 lease_report check_lease_text(std::string const& lines) { return check_lease(parse_history(lines, "test")); }
 
+// A history written in milliseconds, as the nanoseconds the format records: the stop grace is a real second.
+std::string in_ms(std::string const& lines) {
+    std::string out;
+    for (std::size_t at = 0; at < lines.size();) {
+        std::size_t const end = std::min(lines.find('\n', at), lines.size());
+        std::string const line = lines.substr(at, end - at);
+        at = end + 1;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        boost::json::object o = boost::json::parse(line).as_object();
+        for (char const* field : {"t", "t0", "t1"})
+            if (auto* v = o.if_contains(field)) *v = v->to_number<std::int64_t>() * 1'000'000;
+        out += boost::json::serialize(o) + "\n";
+    }
+    return out;
+}
+
 bool mentions(std::vector<std::string> const& lines, std::string const& what) {
     for (auto const& l : lines)
         if (l.find(what) != std::string::npos) return true;
@@ -298,15 +314,110 @@ TEST_CASE("bites: overlapping holds of two processes") {
     CHECK(r.frozen() == 0);
 }
 
-TEST_CASE("the same overlap with the first holder stopped is left to fencing") {
-    auto const r = check_lease_text(overlapping + R"(
-{"p":"lease-1","w":"proc","op":"sigstop","t":15}
-{"p":"lease-1","w":"proc","op":"sigcont","t":45}
-)");
+// In milliseconds (see in_ms): lease-1 holds token 1 from 0 to its release at 20000; lease-2 holds token 2 from
+// 8000 to 12000. Each test adds lease-1's stops.
+std::string const long_hold = R"(
+{"p":"lease-1","i":0,"w":"lease","op":"acquire","t0":0,"t1":0,"res":"ok","token":1}
+{"p":"lease-2","i":0,"w":"lease","op":"acquire","t0":7000,"t1":8000,"res":"ok","token":2}
+{"p":"lease-2","i":0,"w":"lease","op":"release","t0":12000,"t1":12100,"res":"ok","token":2}
+{"p":"lease-1","i":0,"w":"lease","op":"release","t0":20000,"t1":20100,"res":"ok","token":1}
+)";
+
+TEST_CASE("an overlap while the holder was stopped is left to fencing") {
+    auto const r = check_lease_text(in_ms(long_hold + R"(
+{"p":"lease-1","w":"proc","op":"sigstop","t":1000}
+{"p":"lease-1","w":"proc","op":"sigcont","t":15000}
+)"));
     CHECK(r.violations.empty());
     CHECK(r.frozen() == 1);
     CHECK(r.frozen_overlaps == 1);
-    SUBCASE("but not by a stop after its hold ended") {
+    SUBCASE("and within a second of its resuming, the time it needs to deliver the loss") {
+        auto const resumed = check_lease_text(in_ms(long_hold + R"(
+{"p":"lease-1","w":"proc","op":"sigstop","t":1000}
+{"p":"lease-1","w":"proc","op":"sigcont","t":11500}
+)"));
+        CHECK(resumed.violations.empty());
+        CHECK(resumed.frozen_overlaps == 1);
+    }
+    SUBCASE("a stop without a cont lasts until the kill") {
+        auto const killed = check_lease_text(in_ms(R"(
+{"p":"lease-1","i":0,"w":"lease","op":"acquire","t0":0,"t1":0,"res":"ok","token":1}
+{"p":"lease-2","i":0,"w":"lease","op":"acquire","t0":7000,"t1":8000,"res":"ok","token":2}
+{"p":"lease-2","i":0,"w":"lease","op":"release","t0":12000,"t1":12100,"res":"ok","token":2}
+{"p":"lease-1","w":"proc","op":"sigstop","t":1000}
+{"p":"lease-1","w":"proc","op":"sigkill","t":15000}
+)"));
+        CHECK(killed.violations.empty());
+        CHECK(killed.frozen_overlaps == 1);
+    }
+    SUBCASE("by stops back to back, the second holder's") {
+        // lease-2 stopped 7500..9000 and 9800..13000: with the grace, its windows join over the whole overlap.
+        auto const joined = check_lease_text(in_ms(long_hold + R"(
+{"p":"lease-2","w":"proc","op":"sigstop","t":7500}
+{"p":"lease-2","w":"proc","op":"sigcont","t":9000}
+{"p":"lease-2","w":"proc","op":"sigstop","t":9800}
+{"p":"lease-2","w":"proc","op":"sigcont","t":13000}
+)"));
+        CHECK(joined.violations.empty());
+        CHECK(joined.frozen() == 1);
+        CHECK(joined.frozen_overlaps == 1);
+    }
+}
+
+TEST_CASE("bites: an overlap outside the holder's stop") {
+    SUBCASE("before the stop") {
+        auto const r = check_lease_text(in_ms(R"(
+{"p":"lease-1","i":0,"w":"lease","op":"acquire","t0":0,"t1":1000,"res":"ok","token":1}
+{"p":"lease-2","i":0,"w":"lease","op":"acquire","t0":1500,"t1":2000,"res":"ok","token":2}
+{"p":"lease-2","i":0,"w":"lease","op":"release","t0":5000,"t1":5100,"res":"ok","token":2}
+{"p":"lease-1","w":"proc","op":"sigstop","t":8000}
+{"p":"lease-1","w":"proc","op":"sigcont","t":12000}
+{"p":"lease-1","i":0,"w":"lease","op":"release","t0":20000,"t1":20100,"res":"ok","token":1}
+)"));
+        CHECK(r.violations.size() == 1);
+        CHECK(mentions(r.violations, "two holders at once"));
+        CHECK(r.frozen() == 0);
+        CHECK(r.frozen_overlaps == 0);
+    }
+    SUBCASE("by a process stopped only while it was acquiring") {
+        auto const r = check_lease_text(in_ms(R"(
+{"p":"lease-1","i":0,"w":"lease","op":"acquire","t0":0,"t1":5000,"res":"ok","token":1}
+{"p":"lease-1","w":"proc","op":"sigstop","t":100}
+{"p":"lease-1","w":"proc","op":"sigcont","t":200}
+{"p":"lease-2","i":0,"w":"lease","op":"acquire","t0":5500,"t1":6000,"res":"ok","token":2}
+{"p":"lease-2","i":0,"w":"lease","op":"release","t0":7000,"t1":7100,"res":"ok","token":2}
+{"p":"lease-1","i":0,"w":"lease","op":"release","t0":9000,"t1":9100,"res":"ok","token":1}
+)"));
+        CHECK(r.violations.size() == 1);
+        CHECK(mentions(r.violations, "two holders at once"));
+    }
+    SUBCASE("well after the resume") {
+        auto const r = check_lease_text(in_ms(long_hold + R"(
+{"p":"lease-1","w":"proc","op":"sigstop","t":1000}
+{"p":"lease-1","w":"proc","op":"sigcont","t":2000}
+)"));
+        CHECK(r.violations.size() == 1);
+        CHECK(r.frozen_overlaps == 0);
+    }
+    SUBCASE("more than a second after the resume") {
+        auto const r = check_lease_text(in_ms(long_hold + R"(
+{"p":"lease-1","w":"proc","op":"sigstop","t":1000}
+{"p":"lease-1","w":"proc","op":"sigcont","t":10900}
+)"));
+        CHECK(r.violations.size() == 1);
+        CHECK(mentions(r.violations, "stopped"));
+    }
+    SUBCASE("partly stopped, each holder for a part") {
+        // lease-1 stopped 7000..9000, lease-2 10500..13000: together they cover the overlap, neither alone.
+        auto const r = check_lease_text(in_ms(long_hold + R"(
+{"p":"lease-1","w":"proc","op":"sigstop","t":7000}
+{"p":"lease-1","w":"proc","op":"sigcont","t":9000}
+{"p":"lease-2","w":"proc","op":"sigstop","t":10500}
+{"p":"lease-2","w":"proc","op":"sigcont","t":13000}
+)"));
+        CHECK(r.violations.size() == 1);
+    }
+    SUBCASE("by a stop after its hold ended") {
         auto const late = check_lease_text(overlapping + R"({"p":"lease-1","w":"proc","op":"sigstop","t":55})");
         CHECK(late.violations.size() == 1);
     }
@@ -353,6 +464,55 @@ TEST_CASE("bites: fenced writes accepted out of token order") {
 )");
         CHECK(mentions(refused.violations, "which is not higher"));
     }
+}
+
+// lease-4 holds token 4 and loses it; lease-1 acquires token 5 and its write A of token 5 has an unknown outcome.
+// lease-4's write B of token 4 is refused for token 5, returning at 90: A had landed by then.
+std::string const landed_unknown = R"(
+{"p":"lease-4","i":0,"w":"lease","op":"acquire","t0":0,"t1":10,"res":"ok","token":4}
+{"p":"lease-4","i":0,"w":"lease","op":"lost","t":40,"token":4}
+{"p":"lease-1","i":0,"w":"lease","op":"acquire","t0":45,"t1":60,"res":"ok","token":5}
+{"p":"lease-1","i":0,"w":"lease","op":"fenced","t0":62,"t1":80,"res":"unknown","token":5,"value":"A"}
+{"p":"lease-1","i":0,"w":"lease","op":"release","t0":150,"t1":160,"res":"ok","token":5}
+{"p":"lease-4","i":0,"w":"lease","op":"fenced","t0":70,"t1":90,"res":"refused","token":4,"value":"B","winning":5}
+)";
+
+TEST_CASE("bites: a write accepted below a token a refusal proved") {
+    auto const r = check_lease_text(landed_unknown + R"(
+{"p":"lease-4","i":0,"w":"lease","op":"fenced","t0":95,"t1":100,"res":"ok","token":4,"value":"C"}
+{"p":"reader","i":0,"w":"lease","op":"fenced_read","t0":200,"t1":210,"res":"ok","found":true,"value":"C","token":4}
+)");
+    CHECK(r.violations.size() == 2);
+    CHECK(mentions(r.violations, "was accepted after a refusal for token 5"));
+    CHECK(mentions(r.violations, "below token 5, which a refusal before the read proved written"));
+    CHECK(r.warnings.empty());
+    SUBCASE("but one called before the refusal returned may have landed before the winner") {
+        auto const concurrent = check_lease_text(landed_unknown + R"(
+{"p":"lease-4","i":0,"w":"lease","op":"fenced","t0":85,"t1":100,"res":"ok","token":4,"value":"C"}
+{"p":"reader","i":0,"w":"lease","op":"fenced_read","t0":200,"t1":210,"res":"ok","found":true,"value":"A","token":5}
+)");
+        CHECK(concurrent.violations.empty());
+        CHECK(concurrent.warnings.empty());
+    }
+    SUBCASE("and the final read finds no record after a refusal") {
+        auto const missing = check_lease_text(landed_unknown + R"(
+{"p":"reader","i":0,"w":"lease","op":"fenced_read","t0":200,"t1":210,"res":"ok","found":false}
+)");
+        CHECK(missing.violations.size() == 1);
+        CHECK(mentions(missing.violations, "found no record"));
+    }
+}
+
+TEST_CASE("a refusal for a token no acquire returned is a warning") {
+    // An acquire of unknown outcome may have got token 7, so it is no violation.
+    auto const r = check_lease_text(R"(
+{"p":"lease-1","i":0,"w":"lease","op":"acquire","t0":0,"t1":10,"res":"ok","token":4}
+{"p":"lease-1","i":0,"w":"lease","op":"fenced","t0":20,"t1":30,"res":"refused","token":4,"value":"a","winning":7}
+{"p":"lease-2","i":0,"w":"lease","op":"acquire","t0":5,"t1":40,"res":"unknown"}
+{"p":"lease-1","i":0,"w":"lease","op":"release","t0":50,"t1":60,"res":"ok","token":4}
+)");
+    CHECK(r.violations.empty());
+    CHECK(mentions(r.warnings, "no acquire returned token 7"));
 }
 
 TEST_CASE("bites: the final read shows a refused write's value") {

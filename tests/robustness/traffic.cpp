@@ -178,8 +178,11 @@ public:
     }
     void write(json_line const& l) {
         auto const t = l.text();
-        std::fwrite(t.data(), 1, t.size(), f_);
-        std::fflush(f_);
+        // A lost line would turn an outcome into "unknown", which constrains less: never go on without it.
+        if (std::fwrite(t.data(), 1, t.size(), f_) != t.size() || std::fflush(f_) != 0) {
+            std::fprintf(stderr, "baton_traffic: cannot write the history\n");
+            std::_Exit(1);
+        }
     }
     std::int64_t next_id() { return ++id_; }
 
@@ -220,9 +223,8 @@ asio::awaitable<void> kv_client(Kv& kv, history& h, options const& o, int client
         auto const id = h.next_id();
         if (roll < 30 || (roll >= 85 && roll < 90)) { // a read, of a register or (the 5) of a counter
             std::string const key = roll < 30 ? registers[pick(registers.size())] : counters[pick(counters.size())];
-            auto inv = h.start("invoke").str("of", "get").num("id", id).str("key", key).num("t0", mono_ns());
-            h.write(inv);
             auto const t0 = mono_ns();
+            h.write(h.start("invoke").str("of", "get").num("id", id).str("key", key).num("t0", t0));
             auto [ec, e] = co_await kv.async_get(key, asio::as_tuple(asio::use_awaitable));
             if (!ec && o.stale_reads) std::swap(e, previous_read[key]);
             auto l = h.start("get").num("id", id).str("key", key).num("t0", t0).num("t1", mono_ns())
@@ -351,7 +353,7 @@ asio::awaitable<void> lease_process(typename Lease::backend_type store, history&
         baton::acquire_options ao;
         ao.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()) + 1ms;
         auto [aec, grant] = co_await lease.async_acquire(ao, asio::as_tuple(asio::use_awaitable));
-        auto l = h.start("acquire").num("id", id).num("t0", t0).num("t1", mono_ns()).str("res", aec ? "failed" : "ok");
+        auto l = h.start("acquire").num("id", id).num("t0", t0).num("t1", mono_ns()).str("res", outcome(aec, o, errc::held_by_other));
         if (aec) {
             h.write(l.str("error", aec.message()));
             continue;
@@ -393,7 +395,7 @@ asio::awaitable<void> lease_process(typename Lease::backend_type store, history&
         h.write(h.start("invoke").str("of", "release").num("id", rid).unum("token", token).num("t0", r0));
         auto [rec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
         h.write(h.start("release").num("id", rid).unum("token", token).num("t0", r0).num("t1", mono_ns())
-                    .str("res", rec ? "failed" : "ok"));
+                    .str("res", outcome(rec, o, errc::not_held)));
         co_await sleep_for(std::chrono::milliseconds(rng() % 300));
     }
 }
