@@ -208,6 +208,16 @@ asio::awaitable<void> sleep_for(std::chrono::nanoseconds d) {
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
+// A kv read's line, as it returned now.
+json_line get_line(history& h, std::int64_t id, std::string const& key, std::int64_t t0, error_code ec,
+                   std::optional<baton::kv_entry> const& e) {
+    auto l = h.start("get").num("id", id).str("key", key).num("t0", t0).num("t1", mono_ns()).str("res", ec ? "failed" : "ok");
+    if (ec) return l.str("error", ec.message()), l;
+    l.boolean("found", e.has_value());
+    if (e) l.str("value", e->value).unum("version", e->version);
+    return l;
+}
+
 std::vector<std::string> const registers = {"r0", "r1", "r2"};
 std::vector<std::string> const counters = {"c0", "c1"};
 
@@ -227,16 +237,8 @@ asio::awaitable<void> kv_client(Kv& kv, history& h, options const& o, int client
             h.write(h.start("invoke").str("of", "get").num("id", id).str("key", key).num("t0", t0));
             auto [ec, e] = co_await kv.async_get(key, asio::as_tuple(asio::use_awaitable));
             if (!ec && o.stale_reads) std::swap(e, previous_read[key]);
-            auto l = h.start("get").num("id", id).str("key", key).num("t0", t0).num("t1", mono_ns())
-                         .str("res", ec ? "failed" : "ok");
-            if (!ec) {
-                l.boolean("found", e.has_value());
-                if (e) {
-                    l.str("value", e->value).unum("version", e->version);
-                    seen[key] = e->version;
-                }
-            }
-            h.write(l);
+            if (!ec && e) seen[key] = e->version;
+            h.write(get_line(h, id, key, t0, ec, e));
         } else if (roll < 70) { // a put
             std::string const key = registers[pick(registers.size())];
             std::string const value = o.name + "-" + std::to_string(o.incarnation) + "-" + std::to_string(client) + "-" +
@@ -316,14 +318,7 @@ asio::awaitable<void> kv_final(Kv& kv, history& h) {
         auto const id = h.next_id();
         auto const t0 = mono_ns();
         auto [ec, e] = co_await kv.async_get(key, asio::as_tuple(asio::use_awaitable));
-        auto l = h.start("get").num("id", id).str("key", key).num("t0", t0).num("t1", mono_ns()).str("res", ec ? "failed" : "ok");
-        if (!ec) {
-            l.boolean("found", e.has_value());
-            if (e) l.str("value", e->value).unum("version", e->version);
-        } else {
-            l.str("error", ec.message());
-        }
-        h.write(l);
+        h.write(get_line(h, id, key, t0, ec, e));
         if (ec) throw std::runtime_error("final read of " + key + ": " + ec.message());
     }
 }

@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 #include <test_common/commit_stores.hpp>
+#include <test_common/recording_backend.hpp>
 #include <test_common/table_workers.hpp>
 
 #include <chrono>
@@ -77,17 +78,14 @@ private:
 // a put can be applied with its answer lost (its sender hears a timeout) and can run a step of
 // the test once applied; reads of a key can be answered with an older record the key held until
 // a write made on that record arrives (the store refuses it, and reads are fresh again).
-class lagging_store {
+class lagging_store : public test_common::forwarding_store<baton::memory_backend> {
 public:
-    using executor_type = baton::memory_backend::executor_type;
-
     struct put_plan {
         bool lose_answer = false;   // its sender hears errc::timeout
         std::function<void()> then; // runs once the store applied it, before anyone hears of it
     };
 
-    explicit lagging_store(baton::memory_backend inner) : inner_(std::move(inner)), sh_(std::make_shared<shared>()) {}
-    executor_type get_executor() const { return inner_.get_executor(); }
+    explicit lagging_store(baton::memory_backend inner) : forwarding_store(std::move(inner)), sh_(std::make_shared<shared>()) {}
     baton::memory_backend& inner() { return inner_; }
 
     /// What happens to the next puts of `key` that the store applies, in order (a put it refuses
@@ -131,14 +129,6 @@ public:
         catch_up(key, pc);
         inner_.async_erase(std::move(key), std::move(pc), std::forward<H>(h));
     }
-    template <class H>
-    void async_list(std::string prefix, std::string after, std::size_t limit, H&& h) {
-        inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<H>(h));
-    }
-    template <class H>
-    void async_probe(H&& h) {
-        inner_.async_probe(std::forward<H>(h));
-    }
 
 private:
     // A write made on the lagging record: its writer learns the truth, and so do later reads.
@@ -151,7 +141,6 @@ private:
         std::map<std::string, std::deque<put_plan>> puts;
         std::map<std::string, baton::record> lagging;
     };
-    baton::memory_backend inner_;
     std::shared_ptr<shared> sh_;
 };
 
