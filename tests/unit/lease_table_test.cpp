@@ -254,13 +254,14 @@ TEST_CASE("one worker acquires every shard with the token after its registration
     sim::scheduler sched(1);
     world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
     w.register_shards(5);
-    // A registration starts each record at the wall-clock microsecond (tokens survive a deletion).
+    // A registration starts each record at the wall-clock microsecond (tokens survive a deletion):
+    // the participant's own wall clock, which in a simulation starts at the simulation's epoch.
     auto const registered = w.tokens();
-    auto const wall_us = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    auto const epoch_us = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(sim::manual_clock::wall_epoch.time_since_epoch()).count());
     for (auto const& [id, t] : registered) {
-        CHECK(t <= wall_us);
-        CHECK(t + 60'000'000 > wall_us);
+        CHECK(t >= epoch_us);
+        CHECK(t < epoch_us + 60'000'000);
     }
     w.start("a");
     sched.run_for(10s);

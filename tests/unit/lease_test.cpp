@@ -1480,8 +1480,9 @@ TEST_CASE("wall-clock tokens survive the record's deletion") {
     baton::memory_backend store(sched.get_executor());
     auto o = options("a", 96);
     o.wall_clock_tokens = true;
+    // A simulated participant reads its own wall clock, from the simulation's epoch: tokens replay under a seed.
     auto const before = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+        std::chrono::duration_cast<std::chrono::microseconds>(sim::manual_clock::wall_epoch.time_since_epoch()).count());
     sim_lease a(sched.get_executor(), store, o);
     auto g1 = acquire_now(sched, a);
     CHECK(g1.created_record);
@@ -1497,6 +1498,16 @@ TEST_CASE("wall-clock tokens survive the record's deletion") {
     auto g3 = acquire_now(sched, b);
     CHECK(g3.created_record);
     CHECK(g3.fencing_token > g2.fencing_token);
+    CHECK(g1.fencing_token < before + 60'000'000); // a minute of virtual time, at most
+}
+
+TEST_CASE("the host's wall-clock token floor rises within a process, from the microsecond of the system clock") {
+    auto const before = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    auto const first = baton::detail::wall_clock_token_floor(baton::steady_clock{});
+    auto const second = baton::detail::wall_clock_token_floor(baton::steady_clock{});
+    CHECK(first >= before);
+    CHECK(second > first); // distinct even within one microsecond
 }
 
 TEST_CASE("a renewal refused by a spurious 412 reads the record and keeps the lease") {

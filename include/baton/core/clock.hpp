@@ -20,6 +20,12 @@
     | `C::time_point`     | `std::chrono::time_point`      | a reading of this participant's own clock |
     | `c.now()`           | `C::time_point`                | monotonic: never goes back |
     | `c.timer_expiry(d)` | `C::timer_clock::time_point`   | when, on the timer clock, `d` of own time will have passed |
+    | `c.wall_now()`      | `std::chrono::system_clock::time_point` | optional: this participant's wall clock |
+
+    The wall clock is never trusted for safety. It only seeds the tokens of records created with
+    wall-clock tokens (`lease_options::wall_clock_tokens`, the lease table's shards), so that they
+    rise above those of a record deleted outside baton. Without `wall_now()`, `system_clock` is
+    read; a simulation's clock supplies its own, so that a seed replays exactly.
 */
 
 #include <baton/core/detail/config.hpp>
@@ -57,6 +63,12 @@ struct steady_clock {
 };
 
 static_assert(clock_policy<steady_clock>);
+
+/// True when the Clock policy `C` reads a wall clock of its own (`c.wall_now()`, optional).
+template <class C>
+concept has_wall_clock = requires(C const& c) {
+    { c.wall_now() } -> std::same_as<std::chrono::system_clock::time_point>;
+};
 
 } // namespace baton
 

@@ -61,6 +61,19 @@ namespace detail {
 // process (two creations within one microsecond, or a clock stepped back, still get distinct floors).
 BATON_DECL std::uint64_t wall_clock_token_floor();
 
+// The least token a record created now by a participant on `clock` starts at: the microseconds
+// since 1970 by its own wall clock when the Clock policy has one (a simulation's, which must
+// replay exactly, so nothing process-wide takes part), the process-wide floor above otherwise.
+template <class Clock>
+std::uint64_t wall_clock_token_floor(Clock const& clock) {
+    if constexpr (has_wall_clock<Clock>) {
+        auto const us = std::chrono::duration_cast<std::chrono::microseconds>(clock.wall_now().time_since_epoch()).count();
+        return static_cast<std::uint64_t>(std::max<std::int64_t>(1, us));
+    } else {
+        return wall_clock_token_floor();
+    }
+}
+
 /// Tag for constructors that skip validation (tests of the checker only).
 struct unchecked_t {
     explicit unchecked_t() = default;
@@ -550,7 +563,7 @@ private:
             stop_renewal();
             notify_waiters(errc::lease_lost);
             acquire_stop = stop_reason::none;
-            if (m.options().wall_clock_tokens) m.set_creation_floor(detail::wall_clock_token_floor());
+            if (m.options().wall_clock_tokens) m.set_creation_floor(detail::wall_clock_token_floor(clock));
             auto const gen = acquire_op.start(std::move(h), ex(), weak_self(), [](impl& self) {
                 self.interrupt_acquire(stop_reason::cancelled);
             });

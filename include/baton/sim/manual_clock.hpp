@@ -121,6 +121,17 @@ public:
     /// The rate relative to virtual time.
     double rate() const noexcept { return rate_; }
 
+    /// Where every simulated wall clock starts: 2026-01-01 00:00:00 UTC.
+    static constexpr std::chrono::sys_seconds wall_epoch{std::chrono::seconds(1767225600)};
+
+    /// This participant's wall clock: `wall_epoch` plus its own reading, so that wall-clock
+    /// tokens replay exactly under a seed (never the host's clock, never shared between seeds).
+    std::chrono::system_clock::time_point wall_now() const noexcept {
+        return std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+            std::chrono::system_clock::time_point(wall_epoch) +
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(now().time_since_epoch()));
+    }
+
     /// Moves all virtual time forward by `d` (a convenience for tests).
     static void advance(duration d) noexcept { virtual_clock::advance_to(virtual_clock::now() + d); }
 
@@ -130,6 +141,7 @@ private:
 };
 
 static_assert(clock_policy<manual_clock>);
+static_assert(has_wall_clock<manual_clock>);
 
 } // namespace baton::sim
 
