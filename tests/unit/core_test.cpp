@@ -340,9 +340,9 @@ TEST_CASE("retry_params::validate names the broken rule") {
 }
 
 TEST_CASE("a custom retry policy's delay is kept within [0, 24 h] by the lease engine") {
-    CHECK(baton::detail::lease_action::wait(std::chrono::nanoseconds::max()).delay == std::chrono::hours(24));
-    CHECK(baton::detail::lease_action::wait(std::chrono::nanoseconds::min()).delay == std::chrono::nanoseconds(0));
-    CHECK(baton::detail::lease_action::wait(5ms).delay == 5ms);
+    CHECK(baton::detail::machine_step::wait(std::chrono::nanoseconds::max()).delay == std::chrono::hours(24));
+    CHECK(baton::detail::machine_step::wait(std::chrono::nanoseconds::min()).delay == std::chrono::nanoseconds(0));
+    CHECK(baton::detail::machine_step::wait(5ms).delay == 5ms);
 }
 
 }

@@ -20,9 +20,9 @@ using namespace std::chrono_literals;
 using baton::errc;
 using baton::error_code;
 using baton::lease_state;
-using baton::detail::lease_action;
+using baton::detail::machine_step;
 using baton::detail::lease_machine;
-using act = lease_action::type;
+using act = machine_step::type;
 
 struct fixture {
     baton::standard_retry retry;
@@ -49,7 +49,7 @@ struct fixture {
     }
 };
 
-baton::detail::lease_body body_of(lease_action const& a) {
+baton::detail::lease_body body_of(machine_step const& a) {
     baton::detail::lease_body b;
     baton::diagnostics d;
     REQUIRE_FALSE(baton::detail::decode_lease_body(a.body, b, d));
@@ -62,14 +62,14 @@ baton::put_result written(std::string version) {
     return r;
 }
 
-baton::record stored(lease_action const& write, std::string version) { return baton::record{"k", write.body, std::move(version)}; }
+baton::record stored(machine_step const& write, std::string version) { return baton::record{"k", write.body, std::move(version)}; }
 
 baton::record foreign(std::uint64_t token, std::string version, bool released = false) {
     return baton::record{"k", baton::detail::encode_lease_body("b#1", "", "nonce-b", token, released, 30s), std::move(version)};
 }
 
 // Acquires a free lease at `t`: one create, answered with version "v1".
-lease_action acquire_free(lease_machine& m, std::chrono::nanoseconds t) {
+machine_step acquire_free(lease_machine& m, std::chrono::nanoseconds t) {
     auto claim = m.acquire_start(t, true);
     REQUIRE(claim.what == act::write);
     CHECK(claim.pc.which() == baton::precondition::kind::absent);
@@ -167,7 +167,7 @@ TEST_CASE("a contender waits ttl x skew of its own time from its first read, the
     REQUIRE(wait.what == act::wait);
     CHECK(wait.delay <= 1s);
     auto t = std::chrono::nanoseconds(10ms);
-    lease_action a = wait;
+    machine_step a = wait;
     int reads = 0;
     while (a.what == act::wait) {
         t += a.delay;
@@ -184,7 +184,7 @@ TEST_CASE("a contender waits ttl x skew of its own time from its first read, the
 
 // A fresh acquisition whose create is refused by a record released at token 7 ("v7"): the claim
 // over that record.
-lease_action claim_over_released_7(lease_machine& m) {
+machine_step claim_over_released_7(lease_machine& m) {
     (void)m.acquire_start(0s, true);
     baton::put_result refused;
     refused.current = foreign(7, "v7", true);
@@ -305,7 +305,7 @@ void release_at(lease_machine& m, std::chrono::nanoseconds t, std::string versio
 }
 
 // Expects `a` to take back our released marker `version` with one write, confirmed 1 ms later as `next`.
-void take_back(lease_machine& m, lease_action const& a, std::chrono::nanoseconds t, std::string const& version,
+void take_back(lease_machine& m, machine_step const& a, std::chrono::nanoseconds t, std::string const& version,
                std::string next) {
     REQUIRE(a.what == act::write);
     CHECK(a.pc.version() == version);
@@ -320,7 +320,7 @@ baton::record own_marker(lease_machine const& m, std::uint64_t token, std::strin
 }
 
 // A yield ends with a read; it finds our marker `version` (token `token`) still there.
-lease_action read_after_yield(lease_machine& m, std::chrono::nanoseconds t, std::uint64_t token, std::string version) {
+machine_step read_after_yield(lease_machine& m, std::chrono::nanoseconds t, std::uint64_t token, std::string version) {
     REQUIRE(m.acquire_on_wait(t).what == act::read);
     return m.acquire_on_read(t + 1ms, {}, own_marker(m, token, std::move(version)), {});
 }
@@ -546,7 +546,7 @@ baton::record with_turn(std::uint64_t token, std::string version, bool released,
     return baton::record{"k", baton::detail::encode_lease_body(b), std::move(version)};
 }
 // The first acquisition of a fresh machine at `t` finds `current` (its create refused with it).
-lease_action first_sight(lease_machine& m, std::chrono::nanoseconds t, baton::record current, bool wait = true) {
+machine_step first_sight(lease_machine& m, std::chrono::nanoseconds t, baton::record current, bool wait = true) {
     REQUIRE(m.acquire_start(t, wait).what == act::write);
     baton::put_result refused;
     refused.current = std::move(current);

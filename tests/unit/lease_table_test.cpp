@@ -881,7 +881,7 @@ TEST_CASE("a shard change that a write of it may still land on is settled before
     base.nonce = std::string(32, 'a');
     base.recent = std::string(baton::detail::origin_writer);
     baton::detail::shard_write_machine<retry_at_once, std::mt19937_64> m(change, baton::detail::shard_seen{"v1", base}, retry, rng);
-    using kind = baton::detail::write_step::type;
+    using kind = baton::detail::machine_step::type;
     auto s = m.start();
     REQUIRE(s.what == kind::write);
     s = m.on_put(errc::timeout, baton::put_result{});

@@ -23,8 +23,8 @@ using baton::get_result;
 using baton::precondition;
 using baton::put_result;
 using baton::record;
-using step = baton::detail::write_step;
-using kind = baton::detail::write_step::type;
+using step = baton::detail::machine_step;
+using kind = baton::detail::machine_step::type;
 
 // Retries every retryable failure at once, up to `max` attempts; counts what the machine reports.
 struct counting_retry {

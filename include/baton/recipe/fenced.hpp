@@ -243,7 +243,7 @@ private:
                                              fenced_put_hook<Backend>, format);
         }
         template <class Self>
-        static void send(state& st, std::string key, detail::write_step& a, machine& m, Self&& self) {
+        static void send(state& st, std::string key, detail::machine_step& a, machine& m, Self&& self) {
             if constexpr (fenced_put_hook<Backend>) {
                 if (m.hooked()) {
                     std::optional<std::string> known;

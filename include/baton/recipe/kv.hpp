@@ -374,13 +374,13 @@ private:
         std::unique_ptr<machine> make(state& st, std::string const& key) {
             return std::make_unique<machine>(op, std::move(value), expect, st.versions.find(key), st.retry, st.rng);
         }
-        detail::write_step compute(machine& m) {
+        detail::machine_step compute(machine& m) {
             std::optional<kv_entry> current;
             if (m.current()) current = kv_entry{*m.current(), m.current_version(), m.current_fence()};
             return m.on_computed(fn(std::as_const(current)));
         }
         template <class Self>
-        static void send(state& st, std::string key, detail::write_step& a, machine&, Self&& self) {
+        static void send(state& st, std::string key, detail::machine_step& a, machine&, Self&& self) {
             detail::send_put(st, std::move(key), a, std::forward<Self>(self));
         }
         static result_type result(machine const& m, error_code ec) {

@@ -697,8 +697,8 @@ private:
             return true;
         }
 
-        void step_acquire(detail::lease_action a) {
-            using t = detail::lease_action::type;
+        void step_acquire(detail::machine_step a) {
+            using t = detail::machine_step::type;
             auto self = this->shared_from_this();
             auto const gen = acquire_op.generation();
             switch (a.what) {
@@ -741,6 +741,7 @@ private:
             case t::done:
                 return finish_acquire(a.ec);
             case t::none:
+            case t::compute: // the lease machine never asks to compute
                 return finish_acquire(errc::lease_lost);
             }
         }
@@ -805,8 +806,8 @@ private:
             disarm(renew_deadline);
         }
 
-        void step_renew(detail::lease_action a) {
-            using t = detail::lease_action::type;
+        void step_renew(detail::machine_step a) {
+            using t = detail::machine_step::type;
             auto self = this->shared_from_this();
             unsigned const gen = renew_gen;
             switch (a.what) {
@@ -846,6 +847,7 @@ private:
                 lose(a.ec ? a.ec : error_code(errc::lease_lost), "taken over (the record changed or vanished)");
                 return;
             case t::none:
+            case t::compute: // the lease machine never asks to compute
                 return;
             }
         }
@@ -861,7 +863,7 @@ private:
             detail::observe(observer, e);
         }
 
-        void after_renew_io(unsigned gen, detail::lease_action next) {
+        void after_renew_io(unsigned gen, detail::machine_step next) {
             ++deadline_gen; // disarm: the renew wait (or the next request) enforces the deadline now
             disarm(renew_deadline);
             if (release_after_renew) {
@@ -901,8 +903,8 @@ private:
             step_release(m.release_start(now()));
         }
 
-        void step_release(detail::lease_action a) {
-            using t = detail::lease_action::type;
+        void step_release(detail::machine_step a) {
+            using t = detail::machine_step::type;
             auto self = this->shared_from_this();
             switch (a.what) {
             case t::write:
@@ -927,6 +929,7 @@ private:
             case t::done:
                 return finish_release(a.ec);
             case t::none:
+            case t::compute: // the lease machine never asks to compute
                 return finish_release(errc::lease_lost);
             }
         }

@@ -707,9 +707,9 @@ public:
             std::string const& id, detail::shard_change_fn& change, std::optional<detail::shard_seen> const& known) {
             std::string const key = shard_prefix() + id;
             detail::shard_write_machine<RetryPolicy, std::mt19937_64> m(change, known, retry, rng);
-            detail::write_step s = m.start();
+            detail::machine_step s = m.start();
             for (;;) {
-                using t = detail::write_step::type;
+                using t = detail::machine_step::type;
                 if (s.what == t::read) {
                     auto [ec, r] = co_await store_get(key);
                     if (!ec && r.found) r.found->key = key;
@@ -720,7 +720,11 @@ public:
                 } else if (s.what == t::wait) {
                     co_await pause(s.delay);
                     s = m.on_wait();
-                } else {
+                } else if (s.what == t::done) {
+                    break;
+                } else { // the shard machine never asks for nothing, nor to compute; were it to, nothing is claimed
+                    BOOST_ASSERT_MSG(false, "the shard machine asked for an unexpected step");
+                    s = detail::machine_step::done(errc::unknown_outcome);
                     break;
                 }
             }

@@ -85,13 +85,13 @@ public:
     // The first step: one request when the version is known and its token is not above ours
     // (`matches` then guarantees the record still holds it), or when the store checks tokens
     // itself; a read first otherwise.
-    write_step start() {
+    machine_step start() {
         if (known_ && known_->token <= token_) return write_on(*known_);
         if (hook_ && !known_) return write_new();
         return read();
     }
 
-    write_step on_put(error_code ec, put_result const& r) {
+    machine_step on_put(error_code ec, put_result const& r) {
         ++requests_;
         if (!ec) {
             version_ = r.version;
@@ -117,7 +117,7 @@ public:
         return backoff(ec, false);
     }
 
-    write_step on_get(error_code ec, get_result const& r) {
+    machine_step on_get(error_code ec, get_result const& r) {
         ++requests_;
         if (ec) {
             diag_ = r.diag;
@@ -155,35 +155,33 @@ private:
     // A write on the record `on` as seen, conditional on its version. Through the hook it is
     // strict only when `on` already carries our token: the store refuses a hooked write over a
     // token equal to its own unless the version matches.
-    write_step write_on(fenced_seen const& on) {
+    machine_step write_on(fenced_seen const& on) {
         bool const strict = !hook_ || on.token == token_;
         return send(precondition::matches(on.version), std::string(writer_prefix(on.nonce)), strict,
                     strict ? recent_after(on.nonce, on.format == 1 ? std::string_view() : std::string_view(on.recent))
                            : std::string());
     }
     // A write that creates the key (through the hook: or lands on any lower token).
-    write_step write_new() {
+    machine_step write_new() {
         return send(precondition::absent(), std::string(origin_writer), !hook_, hook_ ? std::string() : std::string(origin_writer));
     }
-    write_step send(precondition pc, std::string anchor, bool strict, std::string recent) {
+    machine_step send(precondition pc, std::string anchor, bool strict, std::string recent) {
         inflight_ = fenced_attempt{make_nonce(this->rng_), std::move(anchor), strict};
         inflight_recent_ = std::move(recent);
         last_pc_ = std::move(pc);
         return send_inflight();
     }
-    write_step write_again() {
+    machine_step write_again() {
         inflight_.nonce = make_nonce(this->rng_);
         return send_inflight();
     }
-    write_step send_inflight() {
+    machine_step send_inflight() {
         return base::write(encode_fenced(token_, inflight_.nonce, value_, inflight_recent_, format_), last_pc_);
     }
 
-    write_step finish(error_code ec) {
-        write_step s;
-        s.ec = ec;
+    machine_step finish(error_code ec) {
         if (ec && ec != errc::fenced) seen_.reset(); // a fenced answer keeps the version it read; others leave none reliable
-        return s;
+        return machine_step::done(ec);
     }
 
     // What the record read back (`found` null: the key is absent) says of every write in doubt:
@@ -223,7 +221,7 @@ private:
 
     // After the doubts were judged: success, unknown_outcome, another look, or nothing to say
     // (every write in doubt can no longer land, or may land only where a new write may too).
-    std::optional<write_step> after_judging(judgement const& j) {
+    std::optional<machine_step> after_judging(judgement const& j) {
         if (j.landed) {
             settled_ = true;
             succeeded();
@@ -251,14 +249,14 @@ private:
         return std::nullopt;
     }
 
-    write_step decide_absent() {
+    machine_step decide_absent() {
         seen_.reset();
         if (auto s = after_judging(judge(nullptr))) return *s;
         return write_new();
     }
 
     // The record as it is now decides: ours landed, a higher token won, or write over it.
-    write_step decide(record const& found) {
+    machine_step decide(record const& found) {
         fenced_body b;
         diagnostics d;
         if (auto ec = decode_fenced(found.body, b, d)) {

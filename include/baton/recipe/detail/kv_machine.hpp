@@ -99,7 +99,7 @@ public:
     // The first step: one request when what this client saw last lets it name the version to
     // replace (`matches` then checks that it still holds); a read first otherwise. A guess is
     // never a verdict: a refusal of a write made on a guess is followed by a read.
-    write_step start() {
+    machine_step start() {
         using k = kv_expect::kind;
         if (op_ == kv_op::update) return read();
         if (expect_.which == k::version && expect_.version == 0) {
@@ -119,7 +119,7 @@ public:
         return read();
     }
 
-    write_step on_put(error_code ec, put_result const& r) {
+    machine_step on_put(error_code ec, put_result const& r) {
         ++requests_;
         if (!ec) {
             version_ = inflight_.version;
@@ -158,7 +158,7 @@ public:
         return backoff(ec, false);
     }
 
-    write_step on_get(error_code ec, get_result const& r) {
+    machine_step on_get(error_code ec, get_result const& r) {
         ++requests_;
         if (ec) {
             diag_ = r.diag;
@@ -171,7 +171,7 @@ public:
     }
 
     // update: the new value, or nothing to leave the record as it is.
-    write_step on_computed(std::optional<std::string> value) {
+    machine_step on_computed(std::optional<std::string> value) {
         if (!value) {
             // Nothing to write, but an earlier round's write may still land: settle it first.
             if (!doubts_.empty()) return look_again();
@@ -201,7 +201,6 @@ private:
     using kind = kv_expect::kind;
     using base::backoff;
     using base::cancelled_after_sending;
-    using base::compute;
     using base::contention_round;
     using base::diag_;
     using base::doubts_;
@@ -213,22 +212,22 @@ private:
     using base::stopping_;
     using base::succeeded;
 
-    write_step write_new(std::uint64_t version, std::uint64_t fence, precondition pc, std::string recent) {
+    machine_step write_new(std::uint64_t version, std::uint64_t fence, precondition pc, std::string recent) {
         inflight_ = kv_attempt{make_nonce(this->rng_), version, fence, std::move(pc)};
         inflight_recent_ = std::move(recent);
         return send_inflight();
     }
-    write_step write_again() {
+    machine_step write_again() {
         inflight_.nonce = make_nonce(this->rng_);
         return send_inflight();
     }
-    write_step send_inflight() {
+    machine_step send_inflight() {
         return base::write(encode_kv(kv_body{inflight_.version, inflight_.nonce, inflight_.fence, inflight_recent_, op_ != kv_op::erase, value_}),
                            inflight_.pc);
     }
 
     // The next version over what the last read found (absent: version 1, written only if still absent).
-    write_step write_over_current() {
+    machine_step write_over_current() {
         if (!current_exists_) return write_new(1, fence_over(0), precondition::absent(), {});
         if (current_version_ == max_version) {
             diag_.message = "the key's version reached 2^64-1; it takes no more writes";
@@ -241,18 +240,16 @@ private:
     // The fence a write leaves: the caller's token (checked to be at least the stored one), or the stored one kept.
     std::uint64_t fence_over(std::uint64_t stored) const noexcept { return expect_.fence ? *expect_.fence : stored; }
 
-    write_step finish(error_code ec) {
-        write_step a;
-        a.ec = ec;
+    machine_step finish(error_code ec) {
         // A refusal keeps what it read; other failures leave nothing reliable to remember.
         if (ec && ec != errc::precondition_failed && ec != errc::fenced) seen_.reset();
-        return a;
+        return machine_step::done(ec);
     }
 
     // A stopped call reports why it stopped (a cancellation included) only when no write of it
     // can land any more; while one may, its fate is unknown: a caller told "aborted" or "failed"
     // would write again, and apply it twice.
-    write_step stop() {
+    machine_step stop() {
         if (!doubts_.empty()) {
             diag_.message = "a write of this call may have landed or may still land (the last read showed the record "
                             "at or before the version it was written on)";
@@ -295,7 +292,7 @@ private:
     }
 
     // Reads again after the retry policy's pause (a stale read is a transient failure).
-    write_step look_again() {
+    machine_step look_again() {
         blame_.reset();
         diag_.clear();
         diag_.message = "reads showed the record older than this call knows it to be (a lagging replica), or a "
@@ -303,7 +300,7 @@ private:
         return backoff(errc::unknown_outcome, /*always_read=*/true);
     }
 
-    write_step refuse(std::uint64_t found_version, bool live) {
+    machine_step refuse(std::uint64_t found_version, bool live) {
         diag_.clear();
         auto const shown = [](std::uint64_t v, bool l) { return l ? "version " + std::to_string(v) : std::string("no value"); };
         std::string expected = expect_.which == kind::absent ? std::string("no value") : "version " + std::to_string(expect_.version);
@@ -313,7 +310,7 @@ private:
         return finish(errc::precondition_failed);
     }
 
-    write_step decide_absent() {
+    machine_step decide_absent() {
         settle(nullptr);
         if (stopping_) return stop();
         if (read_is_stale(0) || floor_ > 0) return look_again();
@@ -326,7 +323,7 @@ private:
         current_value_.reset();
         switch (op_) {
         case kv_op::update:
-            return compute();
+            return machine_step::compute();
         case kv_op::erase:
             if (expect_.which == kind::version) return refuse(0, false);
             return finish({}); // nothing to erase
@@ -338,7 +335,7 @@ private:
     }
 
     // The record as it is now decides: a write of ours landed, the condition fails, or write over it.
-    write_step decide(record const& found) {
+    machine_step decide(record const& found) {
         kv_body b;
         diagnostics d;
         if (auto ec = decode_kv(found.body, b, d)) {
@@ -385,7 +382,7 @@ private:
         }
         switch (op_) {
         case kv_op::update:
-            return compute();
+            return machine_step::compute();
         case kv_op::erase:
             if (expect_.which == kind::version && !(b.live && b.version == expect_.version)) return refuse(b.version, b.live);
             if (!b.live) {
@@ -404,7 +401,7 @@ private:
     // After an ambiguous answer was read back and did not land: while it still may land (the record
     // is as it assumed), the failure is the service's and the retry policy spaces the next look;
     // if the record moved on, the write lost a race: a contention round.
-    std::optional<write_step> after_settling() {
+    std::optional<machine_step> after_settling() {
         if (!blame_) return std::nullopt;
         error_code const ec = *blame_;
         blame_.reset();

@@ -27,6 +27,7 @@
 #include <baton/core/retry.hpp>
 #include <baton/store/settlement.hpp>
 #include <baton/store/record_store.hpp>
+#include <baton/store/detail/machine_step.hpp>
 
 #include <boost/assert.hpp>
 
@@ -65,24 +66,6 @@ private:
 };
 
 using own_time = std::chrono::nanoseconds; // a reading of the participant's own clock, since its epoch
-
-struct lease_action {
-    enum class type { none, read, write, wait, done };
-    type what = type::none;
-    std::string body;                             // write
-    precondition pc = precondition::none();       // write
-    std::chrono::nanoseconds delay{0};            // wait, in own time
-    error_code ec;                                // done
-
-    static lease_action none() { return {}; }
-    static lease_action read() { lease_action a; a.what = type::read; return a; }
-    static lease_action write(std::string body, precondition pc) {
-        lease_action a; a.what = type::write; a.body = std::move(body); a.pc = std::move(pc); return a;
-    }
-    // A custom RetryPolicy's delay is kept within [0, 24 h], so no timer deadline computed from it overflows.
-    static lease_action wait(std::chrono::nanoseconds d);
-    static lease_action done(error_code ec = {}) { lease_action a; a.what = type::done; a.ec = ec; return a; }
-};
 
 // The last failure's diagnostics, on the heap once a failure has said something: a lease that
 // never failed holds a pointer, not four strings (bytes per held lease: a process may hold
@@ -150,10 +133,10 @@ public:
     // ---- acquire -----------------------------------------------------------
     // `patience`: how long the caller waits at most (its timeout). A yield that would not fit in
     // it, or in a try-once acquisition, is skipped: they take their own release back at once.
-    lease_action acquire_start(own_time now, bool wait,
+    machine_step acquire_start(own_time now, bool wait,
                                std::chrono::nanoseconds patience = std::chrono::nanoseconds::max());
 
-    lease_action acquire_on_write(own_time now, error_code ec, put_result const& r);
+    machine_step acquire_on_write(own_time now, error_code ec, put_result const& r);
 
     /// True while an acquisition's claim may have landed unseen (its outcome is unknown).
     bool claim_in_doubt() const noexcept { return pending_ != nullptr; }
@@ -165,20 +148,20 @@ public:
         return state_ == lease_state::acquiring && pending_ && pending_->acquisition == acquisition_;
     }
 
-    lease_action acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
+    machine_step acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                  diagnostics const& d);
 
-    lease_action acquire_on_wait(own_time /*now*/);
+    machine_step acquire_on_wait(own_time /*now*/);
 
     // ---- renew (while held) -------------------------------------------------
     // Time to wait before the next renewal.
-    lease_action renew_schedule(own_time now);
+    machine_step renew_schedule(own_time now);
 
-    lease_action renew_on_wait(own_time now);
+    machine_step renew_on_wait(own_time now);
 
-    lease_action renew_on_write(own_time now, error_code ec, put_result const& r);
+    machine_step renew_on_write(own_time now, error_code ec, put_result const& r);
 
-    lease_action renew_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d);
+    machine_step renew_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d);
 
     // The renew deadline passed without a successful renewal.
     void on_deadline(own_time now) {
@@ -190,13 +173,13 @@ public:
     // until it was lost: writing the marker lets others take over at once).
     bool can_release() const noexcept { return has_version_ && (state_ == lease_state::held || state_ == lease_state::lost); }
 
-    lease_action release_start(own_time now);
+    machine_step release_start(own_time now);
 
-    lease_action release_on_write(own_time now, error_code ec, put_result const& r);
+    machine_step release_on_write(own_time now, error_code ec, put_result const& r);
 
-    lease_action release_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d);
+    machine_step release_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d);
 
-    lease_action release_on_wait(own_time now);
+    machine_step release_on_wait(own_time now);
 
     // The driver gave up on an acquisition (cancelled or timed out) between steps.
     void abandon_acquire() {
@@ -288,15 +271,15 @@ private:
     // Our own released marker is the record: taken back at once during our turn; once the turn
     // is over, it stays with the waiters until 2.25 poll intervals after our release (each
     // reads it by then: see yield_pause), unless this acquisition may not wait that long.
-    lease_action take_back(own_time now, bool contended = false);
+    machine_step take_back(own_time now, bool contended = false);
 
     // `contended`: the claim is of a released record just seen (a read, or a refusal that showed
     // it), so a refusal means someone else took it in the meantime.
-    lease_action claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false,
+    machine_step claim(own_time now, std::uint64_t token, precondition pc, bool takes_back = false,
                        bool contended = false);
 
     // The record is absent: create it, with a token above every one this object saw and the floor.
-    lease_action create(own_time now) {
+    machine_step create(own_time now) {
         return claim(now, std::max(next_token(), creation_floor_), precondition::absent());
     }
 
@@ -306,10 +289,10 @@ private:
     // object would repeat one it held before (a lease table would take it for that term alive).
     std::uint64_t next_token() const noexcept { return max_token_seen_ + 1; }
 
-    lease_action claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent);
+    machine_step claimed(own_time now, std::uint64_t token, std::string const& version, own_time sent);
 
     // Decide what to do about the record as it is now.
-    lease_action consider(own_time now, record const& r);
+    machine_step consider(own_time now, record const& r);
 
     // What is left of the turn record `b` states, from when this version was first read (the write
     // was sent before that, so the turn ends no later).
@@ -328,42 +311,42 @@ private:
     std::chrono::nanoseconds poll_delay();
 
     // The retry policy's pause before attempt `attempt_ + 1` (then `next`), or nothing when it gives up.
-    std::optional<lease_action> policy_pause(error_code ec, after_wait next);
+    std::optional<machine_step> policy_pause(error_code ec, after_wait next);
 
     // Acquire-side failure handling: retry per policy; waiting acquisitions
     // keep going at the poll interval while errors are transient.
-    lease_action retry_or_fail(error_code ec, after_wait next);
+    machine_step retry_or_fail(error_code ec, after_wait next);
 
     // Rewrites our own record (same token, fresh nonce) under its current version.
-    lease_action rewrite_own(own_time now, bool released);
-    lease_action renew_write(own_time now) { return rewrite_own(now, false); }
+    machine_step rewrite_own(own_time now, bool released);
+    machine_step renew_write(own_time now) { return rewrite_own(now, false); }
 
     // Renewals never give up before the deadline: the policy spaces attempts
     // within a round; between rounds, a quarter renew interval.
-    lease_action backoff_renew(error_code ec, after_wait next);
+    machine_step backoff_renew(error_code ec, after_wait next);
 
     // This term's writes in doubt stay known until the next acquisition clears them: a release
     // after the loss may still find one landed. They never pass for a claim (see acquire_start).
-    lease_action lose();
+    machine_step lose();
 
     // A renewal confirmed, directly or by reading back its nonce: the lease is valid from when it was sent.
-    lease_action renewed(own_time now, attempt_record const& a, std::string const& version);
+    machine_step renewed(own_time now, attempt_record const& a, std::string const& version);
 
     // The attempt of this term in doubt that wrote `nonce`, if any.
     std::optional<attempt_record> own_doubt(std::string_view nonce) const { return own_doubts_.landed(nonce); }
 
-    lease_action release_write(own_time now) { return rewrite_own(now, true); }
+    machine_step release_write(own_time now) { return rewrite_own(now, true); }
 
-    lease_action backoff_release(error_code ec, after_wait next);
+    machine_step backoff_release(error_code ec, after_wait next);
 
     // `landed`: the nonce of our marker in doubt that the read found, when settled by reading.
-    lease_action released(own_time now, std::string const& version, std::string_view landed = {});
+    machine_step released(own_time now, std::string const& version, std::string_view landed = {});
 
     // Our marker landed and a contender already took the lease through it: released, and the
     // record is not ours any more.
-    lease_action released_by_contender();
+    machine_step released_by_contender();
 
-    lease_action release_failed(error_code ec);
+    machine_step release_failed(error_code ec);
 
     // ---- observation (the driver's hooks; null when nobody observes) ----------
     static lease_lane lane_of(attempt_record const& a) noexcept {

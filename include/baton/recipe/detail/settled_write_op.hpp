@@ -25,6 +25,7 @@
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/assert.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -67,8 +68,8 @@ struct recipe_state {
      using machine; using result_type;
      error_code check(result_type&)           refuses bad arguments before anything is sent;
      std::unique_ptr<machine> make(State&, std::string const& key);
-     write_step compute(machine&)             answers a `compute` step (kv's update; optional);
-     template <class Self> void send(State&, std::string key, write_step&, machine&, Self&&)
+     machine_step compute(machine&)             answers a `compute` step (kv's update; optional);
+     template <class Self> void send(State&, std::string key, machine_step&, machine&, Self&&)
                                               sends a `write` step (a store hook, or async_put);
      result_type result(machine const&, error_code);
      static constexpr std::string_view recipe; std::string_view operation() const;
@@ -136,17 +137,20 @@ private:
     }
 
     template <class Self>
-    void step(Self& self, write_step a) {
-        using t = write_step::type;
+    void step(Self& self, machine_step a) {
+        using t = machine_step::type;
         for (;;) {
             if (a.what != t::done && a.what != t::read && cancelled(self) && !m->stopping()) a = m->on_cancel();
             if (a.what != t::compute) break;
             if constexpr (requires { spec.compute(*m); }) {
                 a = spec.compute(*m);
             } else { // a machine that never asks to compute: never reached, and never reported as written
-                a = write_step{};
-                a.ec = boost::asio::error::operation_not_supported;
+                a = machine_step::done(boost::asio::error::operation_not_supported);
             }
+        }
+        if (a.what == t::none) { // no write machine asks for nothing; were one to, nothing is claimed of its writes
+            BOOST_ASSERT_MSG(false, "a write machine returned no step");
+            a = machine_step::done(errc::unknown_outcome);
         }
         if (a.what != t::done) went_async = true;
         switch (a.what) {
@@ -162,6 +166,7 @@ private:
             if (!timer) timer = std::make_unique<typename State::timer>(st->ex);
             timer->expires_at(st->clock.timer_expiry(a.delay));
             return timer->async_wait(std::move(self));
+        case t::none:
         case t::compute:
         case t::done:
             break;
@@ -218,7 +223,7 @@ private:
 
 // The plain way to send a write step: a conditional put.
 template <class State, class Self>
-void send_put(State& st, std::string key, write_step& a, Self&& self) {
+void send_put(State& st, std::string key, machine_step& a, Self&& self) {
     st.backend.async_put(std::move(key), std::move(a.body), std::move(a.pc), std::forward<Self>(self));
 }
 

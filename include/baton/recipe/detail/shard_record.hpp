@@ -122,12 +122,12 @@ public:
     shard_write_machine(shard_change_fn change, std::optional<shard_seen> known, Retry& retry, Rng& rng)
         : base(retry, rng), change_(std::move(change)), known_(std::move(known)) {}
 
-    write_step start() {
+    machine_step start() {
         if (known_) return decide(known_);
         return read();
     }
 
-    write_step on_put(error_code ec, put_result const& r) {
+    machine_step on_put(error_code ec, put_result const& r) {
         ++requests_;
         if (!ec) {
             seen_ = shard_seen{r.version, inflight_.body};
@@ -152,7 +152,7 @@ public:
         return backoff(ec, false);
     }
 
-    write_step on_get(error_code ec, get_result const& r) {
+    machine_step on_get(error_code ec, get_result const& r) {
         ++requests_;
         if (ec) {
             diag_ = r.diag;
@@ -231,7 +231,7 @@ private:
     using base::stopping_;
     using base::succeeded;
 
-    write_step decide(std::optional<shard_seen> now) {
+    machine_step decide(std::optional<shard_seen> now) {
         std::optional<shard_body> current;
         if (now) current = now->body;
         shard_body next = current ? *current : shard_body{};
@@ -257,17 +257,15 @@ private:
         return base::write(std::move(body), last_pc_);
     }
 
-    write_step write_again() {
+    machine_step write_again() {
         // Same change, same condition, fresh nonce: the earlier attempt stays in doubt until a read.
         inflight_.nonce = make_nonce(this->rng_);
         inflight_.body.nonce = inflight_.nonce;
         return base::write(encode_shard_body(inflight_.body), last_pc_);
     }
 
-    write_step finish(error_code ec) {
-        write_step s;
-        s.ec = ec;
-        return s;
+    machine_step finish(error_code ec) {
+        return machine_step::done(ec);
     }
 
     shard_change_fn change_;

@@ -8,12 +8,6 @@
 
 namespace baton::detail {
 
-BATON_DECL lease_action lease_action::wait(std::chrono::nanoseconds d) {
-    lease_action a; a.what = type::wait;
-    a.delay = std::clamp(d, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
-    return a;
-}
-
 BATON_DECL last_failure& last_failure::operator=(diagnostics const& d) {
     if (d_) *d_ = d;
     else if (!d.empty()) d_ = std::make_unique<diagnostics>(d);
@@ -36,7 +30,7 @@ BATON_DECL lease_machine::lease_machine(lease_options opts, std::uint64_t seed, 
     suffix.copy(instance_.data() + owner.size() + 1, suffix.size());
 }
 
-BATON_DECL lease_action lease_machine::acquire_start(own_time now, bool wait, std::chrono::nanoseconds patience) {
+BATON_DECL machine_step lease_machine::acquire_start(own_time now, bool wait, std::chrono::nanoseconds patience) {
     // Writes of the previous term still in doubt belong to it: if one lands, the record
     // reads as ours from an earlier term, and the claim takes token + 1.
     settle_doubts(settlement_outcome::unresolved);
@@ -57,10 +51,10 @@ BATON_DECL lease_action lease_machine::acquire_start(own_time now, bool wait, st
         return claim(now, next_token(), precondition::matches(known_version_));
     }
     if (!known_ || absent_) return create(now);
-    return lease_action::read();
+    return machine_step::read();
 }
 
-BATON_DECL lease_action lease_machine::acquire_on_write(own_time now, error_code ec, put_result const& r) {
+BATON_DECL machine_step lease_machine::acquire_on_write(own_time now, error_code ec, put_result const& r) {
     late_claim_ = false;
     if (!ec) return claimed(now, inflight_.token, r.version, inflight_.sent);
     diag_ = r.diag;
@@ -76,9 +70,9 @@ BATON_DECL lease_action lease_machine::acquire_on_write(own_time now, error_code
         if (inflight_contended_ && yield_allowed_) {
             attempt_ = 0;
             next_after_wait_ = read_next;
-            return lease_action::wait(poll_delay_near_full());
+            return machine_step::wait(poll_delay_near_full());
         }
-        return lease_action::read();
+        return machine_step::read();
     }
     if (ec == errc::not_found && inflight_replaces_) {
         // A replace found the key gone (S3 answers 404): create it instead.
@@ -97,7 +91,7 @@ BATON_DECL lease_action lease_machine::acquire_on_write(own_time now, error_code
     return retry_or_fail(ec, read_next);
 }
 
-BATON_DECL lease_action lease_machine::acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
+BATON_DECL machine_step lease_machine::acquire_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                                        diagnostics const& d) {
     late_claim_ = false;
     if (ec) {
@@ -113,15 +107,15 @@ BATON_DECL lease_action lease_machine::acquire_on_read(own_time now, error_code 
     return consider(now, *found);
 }
 
-BATON_DECL lease_action lease_machine::acquire_on_wait(own_time /*now*/) {
+BATON_DECL machine_step lease_machine::acquire_on_wait(own_time /*now*/) {
     // After a yield, read first: under contention a waiter has taken the record meanwhile, and
     // a blind take-back would be refused (on a store that does not return the record with the
     // refusal, a write and then a read). Our marker still there is taken back as usual.
     if (std::exchange(yielding_, false)) yielded_ = true;
-    return lease_action::read();
+    return machine_step::read();
 }
 
-BATON_DECL lease_action lease_machine::renew_schedule(own_time now) {
+BATON_DECL machine_step lease_machine::renew_schedule(own_time now) {
     attempt_ = 0;
     next_after_wait_ = write_next; // a scheduled renewal is one conditional write, no read first
     // Spread evenly around the interval, so that a holder writes once per interval on
@@ -132,19 +126,19 @@ BATON_DECL lease_action lease_machine::renew_schedule(own_time now) {
                                  0.5 * static_cast<double>(std::chrono::nanoseconds(renew_deadline() - renew_interval()).count()));
     auto const next = held_.t_send + std::chrono::nanoseconds(static_cast<std::int64_t>(
                                          interval - spread + 2.0 * spread * uniform()));
-    return lease_action::wait(next - now);
+    return machine_step::wait(next - now);
 }
 
-BATON_DECL lease_action lease_machine::renew_on_wait(own_time now) {
-    if (state_ != lease_state::held) return lease_action::none();
+BATON_DECL machine_step lease_machine::renew_on_wait(own_time now) {
+    if (state_ != lease_state::held) return machine_step::none();
     // Resumed after a pause past the deadline: the lease is gone; writing
     // now would only disturb the contenders' observation.
     if (now >= deadline()) return lose();
-    if (next_after_wait_ == read_next) return lease_action::read();
+    if (next_after_wait_ == read_next) return machine_step::read();
     return renew_write(now);
 }
 
-BATON_DECL lease_action lease_machine::renew_on_write(own_time now, error_code ec, put_result const& r) {
+BATON_DECL machine_step lease_machine::renew_on_write(own_time now, error_code ec, put_result const& r) {
     if (state_ != lease_state::held) {
         // Lost by deadline while this renewal travelled: the lease stays lost, but the record
         // may still be ours, and a release can then still mark it for the next holder.
@@ -152,7 +146,7 @@ BATON_DECL lease_action lease_machine::renew_on_write(own_time now, error_code e
             if (!ec) held_.version = r.version;
             else if (outcome_unknown(ec)) own_doubts_.in_doubt(inflight_);
         }
-        return lease_action::none();
+        return machine_step::none();
     }
     if (!ec) return renewed(now, inflight_, r.version);
     diag_ = r.diag;
@@ -163,7 +157,7 @@ BATON_DECL lease_action lease_machine::renew_on_write(own_time now, error_code e
         // first costs no safety.
         refused_ = true;
         if (r.current) return renew_on_read(now, {}, r.current, r.diag);
-        return lease_action::read();
+        return machine_step::read();
     }
     if (outcome_unknown(ec)) {
         own_doubts_.in_doubt(inflight_);
@@ -172,7 +166,7 @@ BATON_DECL lease_action lease_machine::renew_on_write(own_time now, error_code e
     return backoff_renew(ec, write_next);
 }
 
-BATON_DECL lease_action lease_machine::renew_on_read(own_time now, error_code ec, std::optional<record> const& found,
+BATON_DECL machine_step lease_machine::renew_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                                      diagnostics const& d) {
     if (state_ != lease_state::held) {
         lease_body lb;
@@ -182,7 +176,7 @@ BATON_DECL lease_action lease_machine::renew_on_read(own_time now, error_code ec
             settle_doubts(settlement_outcome::not_landed, lb.nonce);
             held_.version = found->version; // our renewal landed after the loss: still ours to mark released
         }
-        return lease_action::none();
+        return machine_step::none();
     }
     if (ec) {
         diag_ = d;
@@ -202,7 +196,7 @@ BATON_DECL lease_action lease_machine::renew_on_read(own_time now, error_code ec
     return lose();
 }
 
-BATON_DECL lease_action lease_machine::release_start(own_time now) {
+BATON_DECL machine_step lease_machine::release_start(own_time now) {
     state_ = lease_state::releasing;
     attempt_ = 0;
     refused_ = false;
@@ -211,7 +205,7 @@ BATON_DECL lease_action lease_machine::release_start(own_time now) {
     return release_write(now);
 }
 
-BATON_DECL lease_action lease_machine::release_on_write(own_time now, error_code ec, put_result const& r) {
+BATON_DECL machine_step lease_machine::release_on_write(own_time now, error_code ec, put_result const& r) {
     if (!ec) return released(now, r.version);
     diag_ = r.diag;
     if (ec == errc::precondition_failed || ec == errc::not_found) {
@@ -219,13 +213,13 @@ BATON_DECL lease_action lease_machine::release_on_write(own_time now, error_code
         refused_ = true;
         if (r.current) return release_on_read(now, {}, r.current, r.diag);
         next_after_wait_ = read_next;
-        return lease_action::read();
+        return machine_step::read();
     }
     if (outcome_unknown(ec)) own_doubts_.in_doubt(inflight_);
     return backoff_release(ec, outcome_unknown(ec) ? read_next : write_next);
 }
 
-BATON_DECL lease_action lease_machine::release_on_read(own_time now, error_code ec, std::optional<record> const& found,
+BATON_DECL machine_step lease_machine::release_on_read(own_time now, error_code ec, std::optional<record> const& found,
                                                        diagnostics const& d) {
     if (ec) {
         diag_ = d;
@@ -257,8 +251,8 @@ BATON_DECL lease_action lease_machine::release_on_read(own_time now, error_code 
     return release_failed(errc::lease_lost);
 }
 
-BATON_DECL lease_action lease_machine::release_on_wait(own_time now) {
-    if (next_after_wait_ == read_next) return lease_action::read();
+BATON_DECL machine_step lease_machine::release_on_wait(own_time now) {
+    if (next_after_wait_ == read_next) return machine_step::read();
     return release_write(now);
 }
 
@@ -327,19 +321,19 @@ BATON_DECL std::chrono::nanoseconds lease_machine::turn_left(own_time now) const
     return streak_since_ + turn_ - now;
 }
 
-BATON_DECL lease_action lease_machine::take_back(own_time now, bool contended) {
+BATON_DECL machine_step lease_machine::take_back(own_time now, bool contended) {
     if (!yielded_ && yield_allowed_ && streak_over(now)) {
         auto const since_release = now - own_release_->at; // set: the record is our released marker
         if (since_release < yield_pause()) {
             yielding_ = true;
-            return lease_action::wait(yield_pause() - since_release);
+            return machine_step::wait(yield_pause() - since_release);
         }
         yielded_ = true; // the waiters have had that time already
     }
     return claim(now, next_token(), precondition::matches(known_version_), true, contended);
 }
 
-BATON_DECL lease_action lease_machine::claim(own_time now, std::uint64_t token, precondition pc, bool takes_back,
+BATON_DECL machine_step lease_machine::claim(own_time now, std::uint64_t token, precondition pc, bool takes_back,
                                              bool contended) {
     bool const creates = pc.which() == precondition::kind::absent;
     inflight_contended_ = contended;
@@ -347,10 +341,10 @@ BATON_DECL lease_action lease_machine::claim(own_time now, std::uint64_t token, 
                                takes_back && yielded_,
                                creates ? 0 : std::hash<std::string_view>{}(std::string_view(pc.version()))};
     inflight_replaces_ = pc.which() == precondition::kind::matches;
-    return lease_action::write(body(token, inflight_.nonce, false, turn_left_after_claim(now, takes_back)), std::move(pc));
+    return machine_step::write(body(token, inflight_.nonce, false, turn_left_after_claim(now, takes_back)), std::move(pc));
 }
 
-BATON_DECL lease_action lease_machine::claimed(own_time now, std::uint64_t token, std::string const& version,
+BATON_DECL machine_step lease_machine::claimed(own_time now, std::uint64_t token, std::string const& version,
                                                own_time sent) {
     note_success();
     created_ = created_ || inflight_.creates;
@@ -386,16 +380,16 @@ BATON_DECL lease_action lease_machine::claimed(own_time now, std::uint64_t token
         streak_since_ = sent;
         turn_ = std::min(turn_ * 2, first_turn() * 16);
     }
-    return lease_action::done();
+    return machine_step::done();
 }
 
-BATON_DECL lease_action lease_machine::consider(own_time now, record const& r) {
+BATON_DECL machine_step lease_machine::consider(own_time now, record const& r) {
     lease_body b;
     diagnostics d;
     if (auto ec = decode_lease_body(r.body, b, d)) {
         diag_ = d;
         state_ = lease_state::idle;
-        return lease_action::done(ec);
+        return machine_step::done(ec);
     }
     max_token_seen_ = std::max(max_token_seen_, b.token);
     known_ = true;
@@ -433,7 +427,7 @@ BATON_DECL lease_action lease_machine::consider(own_time now, record const& r) {
     }
     if (try_once_) {
         state_ = lease_state::idle;
-        return lease_action::done(errc::held_by_other);
+        return machine_step::done(errc::held_by_other);
     }
     attempt_ = 0;
     next_after_wait_ = read_next;
@@ -447,7 +441,7 @@ BATON_DECL lease_action lease_machine::consider(own_time now, record const& r) {
     auto const pause = turn > std::chrono::nanoseconds(0)
                            ? std::min<std::chrono::nanoseconds>(turn + stagger(), turn_wait_cap())
                            : poll_delay();
-    return lease_action::wait(std::min<std::chrono::nanoseconds>(pause, window - elapsed));
+    return machine_step::wait(std::min<std::chrono::nanoseconds>(pause, window - elapsed));
 }
 
 BATON_DECL std::chrono::nanoseconds lease_machine::turn_stated(lease_body const& b, own_time now) const noexcept {
@@ -470,52 +464,52 @@ BATON_DECL std::chrono::nanoseconds lease_machine::poll_delay() {
     return std::chrono::nanoseconds(static_cast<std::int64_t>((0.5 + 0.5 * uniform()) * static_cast<double>(poll.count())));
 }
 
-BATON_DECL std::optional<lease_action> lease_machine::policy_pause(error_code ec, after_wait next) {
+BATON_DECL std::optional<machine_step> lease_machine::policy_pause(error_code ec, after_wait next) {
     ++attempt_;
     next_after_wait_ = next;
     auto const d = hooks_.fns->on_failure(hooks_.ctx, ec, attempt_, uniform());
     if (!d.retry) return std::nullopt;
     if (hooks_.fns->on_retry) hooks_.fns->on_retry(hooks_.ctx, current_lane(), ec, attempt_, d.delay);
-    return lease_action::wait(d.delay);
+    return machine_step::wait(d.delay);
 }
 
-BATON_DECL lease_action lease_machine::retry_or_fail(error_code ec, after_wait next) {
+BATON_DECL machine_step lease_machine::retry_or_fail(error_code ec, after_wait next) {
     if (auto pause = policy_pause(ec, next)) return *pause;
     if (!is_retryable(ec)) { // a missing bucket or table, auth, bad input: final
         state_ = lease_state::idle;
-        return lease_action::done(ec);
+        return machine_step::done(ec);
     }
     if (try_once_) {
         // Bounded by the policy, even with its own claim in doubt: the claim stays known, and
         // the next acquisition adopts it if it landed.
         state_ = lease_state::idle;
-        return lease_action::done(ec);
+        return machine_step::done(ec);
     }
     attempt_ = 0;
-    return lease_action::wait(poll_delay());
+    return machine_step::wait(poll_delay());
 }
 
-BATON_DECL lease_action lease_machine::rewrite_own(own_time now, bool released) {
+BATON_DECL machine_step lease_machine::rewrite_own(own_time now, bool released) {
     inflight_ = attempt_record{fresh_nonce(), held_.token, now, 0, released};
     // A released marker states no turn: whoever reads it may take it at once (the releaser
     // may never come back), and a waiter that races our take-back loses one write at most.
-    return lease_action::write(body(held_.token, inflight_.nonce, released,
+    return machine_step::write(body(held_.token, inflight_.nonce, released,
                                     released ? std::chrono::nanoseconds(0) : turn_left(now)),
                                precondition::matches(held_.version));
 }
 
-BATON_DECL lease_action lease_machine::backoff_renew(error_code ec, after_wait next) {
+BATON_DECL machine_step lease_machine::backoff_renew(error_code ec, after_wait next) {
     if (auto pause = policy_pause(ec, next)) return *pause;
     attempt_ = 0;
-    return lease_action::wait(std::chrono::nanoseconds(renew_interval()) / 4);
+    return machine_step::wait(std::chrono::nanoseconds(renew_interval()) / 4);
 }
 
-BATON_DECL lease_action lease_machine::lose() {
+BATON_DECL machine_step lease_machine::lose() {
     state_ = lease_state::lost;
-    return lease_action::done(errc::lease_lost);
+    return machine_step::done(errc::lease_lost);
 }
 
-BATON_DECL lease_action lease_machine::renewed(own_time now, attempt_record const& a, std::string const& version) {
+BATON_DECL machine_step lease_machine::renewed(own_time now, attempt_record const& a, std::string const& version) {
     held_.version = version;
     held_.t_send = a.sent;
     refused_ = false;
@@ -525,12 +519,12 @@ BATON_DECL lease_action lease_machine::renewed(own_time now, attempt_record cons
     return renew_schedule(now);
 }
 
-BATON_DECL lease_action lease_machine::backoff_release(error_code ec, after_wait next) {
+BATON_DECL machine_step lease_machine::backoff_release(error_code ec, after_wait next) {
     if (auto pause = policy_pause(ec, next)) return *pause;
     return release_failed(ec);
 }
 
-BATON_DECL lease_action lease_machine::released(own_time now, std::string const& version, std::string_view landed) {
+BATON_DECL machine_step lease_machine::released(own_time now, std::string const& version, std::string_view landed) {
     note_success();
     settle_doubts(settlement_outcome::not_landed, landed);
     state_ = lease_state::released;
@@ -542,10 +536,10 @@ BATON_DECL lease_action lease_machine::released(own_time now, std::string const&
     own_release_->version = version;
     own_release_->at = now;
     has_version_ = false;
-    return lease_action::done();
+    return machine_step::done();
 }
 
-BATON_DECL lease_action lease_machine::released_by_contender() {
+BATON_DECL machine_step lease_machine::released_by_contender() {
     note_success();
     // One of our markers in doubt landed; which one is known only when there was one.
     std::size_t markers = 0;
@@ -559,17 +553,17 @@ BATON_DECL lease_action lease_machine::released_by_contender() {
     state_ = lease_state::released;
     known_ = false;
     has_version_ = false;
-    return lease_action::done();
+    return machine_step::done();
 }
 
-BATON_DECL lease_action lease_machine::release_failed(error_code ec) {
+BATON_DECL machine_step lease_machine::release_failed(error_code ec) {
     // The record moved on or vanished: nothing of ours can land on it any more, but one may
     // have landed before and been replaced since; which, no read can tell now.
     settle_doubts(settlement_outcome::unresolved);
     state_ = lease_state::lost;
     has_version_ = false;
     known_ = false;
-    return lease_action::done(ec);
+    return machine_step::done(ec);
 }
 
 BATON_DECL void lease_machine::settle_doubts(settlement_outcome o, std::string_view landed) {

@@ -11,6 +11,7 @@
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/record_store.hpp>
+#include <baton/store/detail/machine_step.hpp>
 #include <baton/store/settlement.hpp>
 
 #include <boost/asio/error.hpp>
@@ -24,25 +25,9 @@
 
 namespace baton::detail {
 
-// What a write machine asks its driver to do next.
-struct write_step {
-    enum class type {
-        read,    // read the record; answer with on_get
-        write,   // put `body` under `pc`; answer with on_put
-        wait,    // wait `delay`; answer with on_wait (or on_cancel when cancelled)
-        compute, // hand the current value to the caller's function (kv update); answer with on_computed
-        done,    // finished with `ec`
-    };
-    type what = type::done;
-    std::string body;                       // write
-    precondition pc = precondition::none(); // write
-    std::chrono::nanoseconds delay{0};      // wait
-    error_code ec;                          // done
-};
-
 /* The shared half of a settled write. `Derived` provides:
-     write_step finish(error_code)  the done step, after noting what to remember of the key;
-     write_step write_again()       the last write again, with a fresh nonce.
+     machine_step finish(error_code)  the done step, after noting what to remember of the key;
+     machine_step write_again()       the last write again, with a fresh nonce.
    `Attempt` is what the ledger keeps of a write in doubt (it has a `nonce`). `Retry` is the
    RetryPolicy (held by reference: copies share its budget); `Rng` draws nonces and jitter. */
 template <class Derived, class Attempt, class Retry, class Rng>
@@ -53,10 +38,10 @@ public:
     static constexpr unsigned max_contention_rounds = 64;
 
     // The pause asked for has passed.
-    write_step on_wait() { return next_is_read_ ? read() : self().write_again(); }
+    machine_step on_wait() { return next_is_read_ ? read() : self().write_again(); }
 
     // The caller's cancellation arrived at a wait: nothing more is written, and a write in doubt is settled first.
-    write_step on_cancel() {
+    machine_step on_cancel() {
         if (doubts_.empty()) return self().finish(boost::asio::error::operation_aborted);
         stopping_ = true;
         return read();
@@ -74,27 +59,16 @@ public:
 protected:
     settling_write(Retry& retry, Rng& rng) : retry_(retry), rng_(rng) {}
 
-    write_step read() {
+    machine_step read() {
         last_was_read_ = true;
-        write_step s;
-        s.what = write_step::type::read;
-        return s;
+        return machine_step::read();
     }
 
-    write_step write(std::string body, precondition pc) {
+    machine_step write(std::string body, precondition pc) {
         last_was_read_ = false;
-        write_step s;
-        s.what = write_step::type::write;
-        s.body = std::move(body);
-        s.pc = std::move(pc);
-        return s;
+        return machine_step::write(std::move(body), std::move(pc));
     }
 
-    static write_step compute() {
-        write_step s;
-        s.what = write_step::type::compute;
-        return s;
-    }
 
     // A write whose answer left its outcome unknown: kept until a read settles it.
     void doubt(Attempt a) {
@@ -103,14 +77,14 @@ protected:
     }
 
     // The write in flight was cancelled after it may have been sent: settle once, uncancellable, then report.
-    write_step cancelled_after_sending(Attempt inflight) {
+    machine_step cancelled_after_sending(Attempt inflight) {
         doubt(std::move(inflight));
         stopping_ = true;
         return read();
     }
 
     // Fails with `ec`, or with unknown_outcome when a write of this call may have landed.
-    write_step give_up(error_code ec) {
+    machine_step give_up(error_code ec) {
         if (doubts_.empty()) return self().finish(ec);
         diag_.message = "a write of this call may have landed and reading the record back failed (" +
                         error_code(ec).message() + ")";
@@ -118,16 +92,13 @@ protected:
     }
 
     // Waits per the retry policy, then reads (to settle, or after a failed read) or writes again.
-    write_step backoff(error_code ec, bool always_read) {
+    machine_step backoff(error_code ec, bool always_read) {
         ++attempts_;
         auto const d = retry_.on_failure(ec, attempts_, uniform());
         next_is_read_ = always_read || !doubts_.empty() || last_was_read_;
         if (d.retry) {
             ++retries_;
-            write_step s;
-            s.what = write_step::type::wait;
-            s.delay = std::clamp(d.delay, std::chrono::nanoseconds(0), std::chrono::nanoseconds(std::chrono::hours(24)));
-            return s;
+            return machine_step::wait(d.delay);
         }
         if (!doubts_.empty() && !stopping_) {
             // Out of retries with a write in doubt: one last read settles it; if it did not
@@ -145,7 +116,7 @@ protected:
     // first two rounds go on at once (nothing returned); later ones read again after a jittered,
     // doubling pause (at most 1 s).
     template <class Message>
-    std::optional<write_step> contention_round(Message exhausted) {
+    std::optional<machine_step> contention_round(Message exhausted) {
         if (++rounds_ > max_contention_rounds) {
             diag_.message = exhausted();
             if (doubts_.empty()) return self().finish(errc::precondition_failed);
@@ -157,10 +128,7 @@ protected:
         std::chrono::nanoseconds const ceiling = std::min<std::chrono::nanoseconds>(
             std::chrono::milliseconds(5) * (1LL << std::min(rounds_ - 3, 8u)), std::chrono::seconds(1));
         next_is_read_ = true;
-        write_step s;
-        s.what = write_step::type::wait;
-        s.delay = std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count())));
-        return s;
+        return machine_step::wait(std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(ceiling.count()))));
     }
 
     // A write (or the settling of one) succeeded after this many failed attempts.
