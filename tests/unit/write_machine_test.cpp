@@ -1,9 +1,10 @@
 // Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
-// The settled-write machines (fenced, kv) driven directly, without I/O: every step they ask
-// for is answered by hand, so each rule of settlement is pinned to the step where it applies.
+// The settled-write machines (fenced, kv) and the retried reads driven directly, without I/O:
+// every step they ask for is answered by hand, so each rule is pinned to the step where it applies.
 
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
+#include <baton/store/detail/read_machines.hpp>
 #include <baton/store/detail/recent_writers.hpp>
 
 #include <doctest/doctest.h>
@@ -436,4 +437,109 @@ TEST_CASE("kv machine: a record whose writer list ends early cannot tell a write
     s = m.on_get({}, found("s3", baton::detail::encode_kv(b)));
     REQUIRE(s.what == kind::done);
     CHECK(s.ec == errc::unknown_outcome); // not "version(1) failed": version 2 may be ours
+}
+
+TEST_CASE("retried read: a retryable failure waits per the policy and reads again; success refunds; a hard failure ends") {
+    counting_retry retry;
+    std::mt19937_64 rng(3);
+    baton::detail::retried_get<counting_retry, std::mt19937_64> m(retry, rng);
+    REQUIRE(m.start().what == kind::read);
+    step s = m.on_get(errc::service_unavailable, {});
+    REQUIRE(s.what == kind::wait);
+    CHECK(s.delay == std::chrono::milliseconds(10));
+    CHECK(m.attempt() == 2);
+    REQUIRE(m.on_wait().what == kind::read);
+    s = m.on_get({}, found("v1", "body"));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    REQUIRE(m.result().found);
+    CHECK(m.result().found->version == "v1");
+    CHECK(retry.failures == 1);
+    CHECK(retry.successes == 1);
+
+    baton::detail::retried_get<counting_retry, std::mt19937_64> hard(retry, rng);
+    (void)hard.start();
+    s = hard.on_get(errc::auth_failed, {}); // not retryable: the policy is not even asked
+    CHECK(s.what == kind::done);
+    CHECK(s.ec == errc::auth_failed);
+    CHECK(retry.failures == 1);
+}
+
+TEST_CASE("retried read: the policy's last no ends the read with that failure; a stop between attempts reports it") {
+    counting_retry retry;
+    retry.max = 2;
+    std::mt19937_64 rng(4);
+    baton::detail::retried_get<counting_retry, std::mt19937_64> m(retry, rng);
+    (void)m.start();
+    REQUIRE(m.on_get(errc::timeout, {}).what == kind::wait);
+    REQUIRE(m.on_wait().what == kind::read);
+    step s = m.on_get(errc::throttled, {});
+    CHECK(s.what == kind::done);
+    CHECK(s.ec == errc::throttled);
+
+    baton::detail::retried_get<counting_retry, std::mt19937_64> stopped(retry, rng);
+    (void)stopped.start();
+    REQUIRE(stopped.on_get(errc::timeout, {}).what == kind::wait);
+    s = stopped.on_cancel(); // its owner is going away: no second attempt
+    CHECK(s.what == kind::done);
+    CHECK(s.ec == errc::timeout);
+}
+
+TEST_CASE("paged list: pages resume after the last key; a failed page is retried from the same place") {
+    counting_retry retry;
+    std::mt19937_64 rng(5);
+    baton::detail::paged_list<counting_retry, std::mt19937_64> m(retry, rng);
+    step s = m.start();
+    REQUIRE(s.what == kind::list);
+    CHECK(s.after.empty());
+    CHECK(s.limit == 1000);
+    baton::list_page p1;
+    p1.entries = {{"p/a", "1"}, {"p/b", "2"}};
+    p1.truncated = true;
+    s = m.on_list({}, p1);
+    REQUIRE(s.what == kind::list);
+    CHECK(s.after == "p/b");
+    baton::list_page failed;
+    failed.diag.message = "503";
+    s = m.on_list(errc::service_unavailable, failed);
+    REQUIRE(s.what == kind::wait);
+    s = m.on_wait();
+    REQUIRE(s.what == kind::list);
+    CHECK(s.after == "p/b"); // the same page again
+    baton::list_page p2;
+    p2.entries = {{"p/c", "3"}};
+    s = m.on_list({}, p2);
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    REQUIRE(m.entries().size() == 3);
+    CHECK(m.entries()[2].key == "p/c");
+    CHECK(retry.successes == 2);
+    CHECK(retry.failures == 1);
+}
+
+TEST_CASE("paged list: a truncated page with no keys ends the listing; a failure that ends it keeps the pages and the diagnostics") {
+    counting_retry retry;
+    retry.max = 1;
+    std::mt19937_64 rng(6);
+    baton::detail::paged_list<counting_retry, std::mt19937_64> empty(retry, rng);
+    (void)empty.start();
+    baton::list_page none;
+    none.truncated = true; // a store that says "more" and gives nothing cannot say where to resume
+    step s = empty.on_list({}, none);
+    CHECK(s.what == kind::done);
+    CHECK(!s.ec);
+
+    baton::detail::paged_list<counting_retry, std::mt19937_64> m(retry, rng);
+    (void)m.start();
+    baton::list_page p1;
+    p1.entries = {{"p/a", "1"}};
+    p1.truncated = true;
+    REQUIRE(m.on_list({}, p1).what == kind::list);
+    baton::list_page failed;
+    failed.diag.message = "slow down";
+    s = m.on_list(errc::throttled, failed);
+    CHECK(s.what == kind::done);
+    CHECK(s.ec == errc::throttled);
+    CHECK(m.entries().size() == 1);
+    CHECK(m.diag().message == "slow down");
 }

@@ -30,6 +30,7 @@
 #include <baton/core/signer.hpp>
 #include <baton/store/record_store.hpp>
 
+#include <boost/assert.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
@@ -741,7 +742,10 @@ private:
             case t::done:
                 return finish_acquire(a.ec);
             case t::none:
-            case t::compute: // the lease machine never asks to compute
+                return finish_acquire(errc::lease_lost);
+            case t::list:
+            case t::compute: // the lease machine never asks to list or compute
+                BOOST_ASSERT_MSG(false, "the lease machine asked for a step it never asks for");
                 return finish_acquire(errc::lease_lost);
             }
         }
@@ -847,7 +851,12 @@ private:
                 lose(a.ec ? a.ec : error_code(errc::lease_lost), "taken over (the record changed or vanished)");
                 return;
             case t::none:
-            case t::compute: // the lease machine never asks to compute
+                return;
+            case t::list:
+            case t::compute: // the lease machine never asks to list or compute; were it to, the term ends
+                BOOST_ASSERT_MSG(false, "the lease machine asked for a step it never asks for");
+                m.end_term();
+                lose(errc::lease_lost, "the lease machine asked for a step its driver cannot take");
                 return;
             }
         }
@@ -929,7 +938,10 @@ private:
             case t::done:
                 return finish_release(a.ec);
             case t::none:
-            case t::compute: // the lease machine never asks to compute
+                return finish_release(errc::lease_lost);
+            case t::list:
+            case t::compute: // the lease machine never asks to list or compute
+                BOOST_ASSERT_MSG(false, "the lease machine asked for a step it never asks for");
                 return finish_release(errc::lease_lost);
             }
         }

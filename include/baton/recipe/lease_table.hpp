@@ -77,6 +77,8 @@
 #include <baton/recipe/detail/table_plan.hpp>
 #include <baton/recipe/lease.hpp>
 #include <baton/recipe/lease_options.hpp>
+#include <baton/store/detail/machine_step.hpp>
+#include <baton/store/detail/read_machines.hpp>
 #include <baton/store/record_store.hpp>
 #include <baton/store/settlement.hpp>
 
@@ -632,17 +634,74 @@ public:
             return store_call<put_result>([this, &key, &body, &pc](auto h) { backend.async_put(key, body, pc, std::move(h)); });
         }
 
-        awaitable<std::tuple<error_code, get_result>> get(std::string const& key) {
-            for (unsigned attempt = 1;; ++attempt) {
-                auto [ec, r] = co_await store_get(key);
-                if (!ec || !is_retryable(ec)) {
-                    if (!ec) retry.on_success(attempt);
-                    co_return std::tuple{ec, std::move(r)};
+        auto store_list(std::string const& prefix, std::string const& after, std::size_t limit) {
+            return store_call<list_page>(
+                [this, &prefix, &after, limit](auto h) { backend.async_list(prefix, after, limit, std::move(h)); });
+        }
+
+        // The table's one driver of a sans-I/O machine (store/detail/machine_step.hpp) against the
+        // store under `key` (a prefix, for a listing). A machine that can stop (a retried read)
+        // stops between attempts once this worker is abandoned; a write machine never does, so
+        // nothing of it is left in doubt.
+        template <class Machine>
+        awaitable<detail::machine_step> run_machine(std::string const& key, Machine& m) {
+            using t = detail::machine_step::type;
+            detail::machine_step s = m.start();
+            for (;;) {
+                switch (s.what) {
+                case t::read:
+                    if constexpr (requires { m.on_get(error_code{}, get_result{}); }) {
+                        auto [ec, r] = co_await store_get(key);
+                        if (!ec && r.found) r.found->key = key;
+                        s = m.on_get(ec, std::move(r));
+                        break;
+                    } else {
+                        co_return unexpected_step();
+                    }
+                case t::write:
+                    if constexpr (requires { m.on_put(error_code{}, put_result{}); }) {
+                        auto [ec, r] = co_await store_put(key, s.body, s.pc);
+                        s = m.on_put(ec, r);
+                        break;
+                    } else {
+                        co_return unexpected_step();
+                    }
+                case t::list:
+                    if constexpr (requires { m.on_list(error_code{}, list_page{}); }) {
+                        auto [ec, page] = co_await store_list(key, s.after, s.limit);
+                        s = m.on_list(ec, std::move(page));
+                        break;
+                    } else {
+                        co_return unexpected_step();
+                    }
+                case t::wait:
+                    if constexpr (requires { Machine::stops_between_attempts; }) {
+                        if (abandoned) {
+                            s = m.on_cancel();
+                            break;
+                        }
+                    }
+                    co_await pause(s.delay);
+                    s = m.on_wait();
+                    break;
+                case t::done:
+                    co_return s;
+                case t::none:
+                case t::compute:
+                    co_return unexpected_step();
                 }
-                auto const d = retry.on_failure(ec, attempt, uniform());
-                if (!d.retry || abandoned) co_return std::tuple{ec, std::move(r)};
-                co_await pause(d.delay);
             }
+        }
+        // A step the table's machines never ask for: nothing is claimed of what the machine did.
+        static detail::machine_step unexpected_step() {
+            BOOST_ASSERT_MSG(false, "a table machine asked for a step it never asks for");
+            return detail::machine_step::done(errc::unknown_outcome);
+        }
+
+        awaitable<std::tuple<error_code, get_result>> get(std::string const& key) {
+            detail::retried_get<RetryPolicy, std::mt19937_64> m(retry, rng);
+            auto const s = co_await run_machine(key, m);
+            co_return std::tuple{s.ec, std::move(m.result())};
         }
 
         // Reads `keys`, up to 16 at a time (a scan of a thousand changed shards must not take a
@@ -671,26 +730,10 @@ public:
         }
 
         awaitable<std::tuple<error_code, std::vector<list_entry>>> list_all(std::string const& prefix) {
-            std::vector<list_entry> out;
-            std::string after;
-            for (unsigned attempt = 1;;) {
-                auto [ec, page] = co_await store_call<list_page>(
-                    [this, &prefix, &after](auto h) { backend.async_list(prefix, after, 1000, std::move(h)); });
-                if (ec) {
-                    auto const d = is_retryable(ec) ? retry.on_failure(ec, attempt++, uniform()) : retry_decision{};
-                    if (!d.retry || abandoned) {
-                        last_diag = page.diag;
-                        co_return std::tuple{ec, std::move(out)};
-                    }
-                    co_await pause(d.delay);
-                    continue;
-                }
-                retry.on_success(attempt);
-                attempt = 1;
-                for (auto& e : page.entries) out.push_back(std::move(e));
-                if (!page.truncated || out.empty()) co_return std::tuple{error_code{}, std::move(out)};
-                after = out.back().key;
-            }
+            detail::paged_list<RetryPolicy, std::mt19937_64> m(retry, rng);
+            auto const s = co_await run_machine(prefix, m);
+            if (s.ec) last_diag = m.diag();
+            co_return std::tuple{s.ec, std::move(m.entries())};
         }
 
         awaitable<void> pause(std::chrono::nanoseconds d) {
@@ -707,27 +750,7 @@ public:
             std::string const& id, detail::shard_change_fn& change, std::optional<detail::shard_seen> const& known) {
             std::string const key = shard_prefix() + id;
             detail::shard_write_machine<RetryPolicy, std::mt19937_64> m(change, known, retry, rng);
-            detail::machine_step s = m.start();
-            for (;;) {
-                using t = detail::machine_step::type;
-                if (s.what == t::read) {
-                    auto [ec, r] = co_await store_get(key);
-                    if (!ec && r.found) r.found->key = key;
-                    s = m.on_get(ec, r);
-                } else if (s.what == t::write) {
-                    auto [ec, r] = co_await store_put(key, s.body, s.pc);
-                    s = m.on_put(ec, r);
-                } else if (s.what == t::wait) {
-                    co_await pause(s.delay);
-                    s = m.on_wait();
-                } else if (s.what == t::done) {
-                    break;
-                } else { // the shard machine never asks for nothing, nor to compute; were it to, nothing is claimed
-                    BOOST_ASSERT_MSG(false, "the shard machine asked for an unexpected step");
-                    s = detail::machine_step::done(errc::unknown_outcome);
-                    break;
-                }
-            }
+            auto const s = co_await run_machine(key, m);
             if (s.ec) last_diag = m.diag();
             auto seen = m.last_seen();
             if (seen) remember_shard(id, *seen);

@@ -168,6 +168,11 @@ public:
         if (state_ == lease_state::held && now >= deadline()) (void)lose();
     }
 
+    // The driver cannot carry out a step this machine asked for: a held term ends here, lost.
+    void end_term() {
+        if (state_ == lease_state::held) (void)lose();
+    }
+
     // ---- release -----------------------------------------------------------
     // Whether there is a record of ours to mark released (held now, or held
     // until it was lost: writing the marker lets others take over at once).

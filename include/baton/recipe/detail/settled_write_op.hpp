@@ -148,7 +148,7 @@ private:
                 a = machine_step::done(boost::asio::error::operation_not_supported);
             }
         }
-        if (a.what == t::none) { // no write machine asks for nothing; were one to, nothing is claimed of its writes
+        if (a.what == t::none || a.what == t::list) { // no write machine asks for these; were one to, nothing is claimed of its writes
             BOOST_ASSERT_MSG(false, "a write machine returned no step");
             a = machine_step::done(errc::unknown_outcome);
         }
@@ -167,6 +167,7 @@ private:
             timer->expires_at(st->clock.timer_expiry(a.delay));
             return timer->async_wait(std::move(self));
         case t::none:
+        case t::list:
         case t::compute:
         case t::done:
             break;

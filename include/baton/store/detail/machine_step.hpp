@@ -3,7 +3,7 @@
 #define BATON_STORE_DETAIL_MACHINE_STEP_HPP
 
 // Layer: store, internal. The one step type of every sans-I/O machine (the lease's lanes, the
-// settled writes of fenced and kv, the lease table's shard changes): what the machine asks its
+// settled writes of fenced and kv, the lease table's shard changes and retried reads): what the machine asks its
 // driver to do next. The driver carries it out and feeds the answer back; the machine never
 // touches a socket, a timer or a clock.
 
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,7 @@ struct machine_step {
         none,    // nothing to do now (a lane with no request to make)
         read,    // read the record; answer with the machine's on_get (or on_read)
         write,   // put `body` under `pc`; answer with its on_put (or on_write)
+        list,    // list the keys under the call's key (a prefix) after `after`, at most `limit`; answer with on_list
         wait,    // wait `delay` of the participant's own time; answer with its on_wait (on_cancel when cancelled)
         compute, // hand the current value to the caller's function (kv's update); answer with on_computed
         done,    // finished with `ec`
@@ -29,6 +31,8 @@ struct machine_step {
     type what = type::none;
     std::string body;                       // write
     precondition pc = precondition::none(); // write
+    std::string after;                      // list
+    std::size_t limit = 0;                  // list
     std::chrono::nanoseconds delay{0};      // wait, in own time
     error_code ec;                          // done
 
@@ -43,6 +47,13 @@ struct machine_step {
         s.what = type::write;
         s.body = std::move(body);
         s.pc = std::move(pc);
+        return s;
+    }
+    static machine_step list(std::string after, std::size_t limit) {
+        machine_step s;
+        s.what = type::list;
+        s.after = std::move(after);
+        s.limit = limit;
         return s;
     }
     // Kept within [0, 24 h] (a custom RetryPolicy's delay, say), so that no timer deadline computed from it overflows.

@@ -1,0 +1,135 @@
+// Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
+#ifndef BATON_STORE_DETAIL_READ_MACHINES_HPP
+#define BATON_STORE_DETAIL_READ_MACHINES_HPP
+
+// Layer: store, internal. Reads retried per the RetryPolicy, as sans-I/O machines any recipe's
+// driver can run: one record (`retried_get`), and every key under a prefix, page by page
+// (`paged_list`). A read changes nothing, so a failure is retried without settlement; only
+// failures the error model calls retryable are, and the policy's budget is shared with the
+// writes of the same object. `stop()` ends a read between attempts (its owner is going away):
+// it reports the last failure instead of waiting for the next attempt.
+
+#include <baton/core/error.hpp>
+#include <baton/core/retry.hpp>
+#include <baton/store/detail/machine_step.hpp>
+#include <baton/store/record_store.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace baton::detail {
+
+// The retry-policy half both reads share. `Derived` provides `machine_step again()`, the
+// attempt after a pause. `Retry` is held by reference (copies share its budget); `Rng` draws
+// the jitter.
+template <class Derived, class Retry, class Rng>
+class retried_read {
+public:
+    // A driver may end it between attempts with on_cancel (a write machine may not: see settling_write).
+    static constexpr bool stops_between_attempts = true;
+
+    // The pause asked for has passed: try again.
+    machine_step on_wait() { return static_cast<Derived&>(*this).again(); }
+    // The owner stops waiting for this read: it ends with the failure that asked for the pause.
+    machine_step on_cancel() { return machine_step::done(last_); }
+    // The attempt in flight, counted from 1 (a success starts the count again).
+    unsigned attempt() const noexcept { return attempt_; }
+
+protected:
+    retried_read(Retry& retry, Rng& rng) : retry_(retry), rng_(rng) {}
+
+    // An attempt succeeded: the policy refunds what the failures before it took.
+    void succeeded() {
+        retry_.on_success(attempt_);
+        attempt_ = 1;
+    }
+
+    // An attempt failed with `ec`: a pause before the next (the policy says how long), or the end.
+    machine_step failed(error_code ec) {
+        last_ = ec;
+        if (!is_retryable(ec)) return machine_step::done(ec);
+        auto const d = retry_.on_failure(ec, attempt_, static_cast<double>(rng_() >> 11) * 0x1.0p-53);
+        if (!d.retry) return machine_step::done(ec);
+        ++attempt_;
+        return machine_step::wait(d.delay);
+    }
+
+private:
+    Retry& retry_;
+    Rng& rng_;
+    unsigned attempt_ = 1;
+    error_code last_ = boost::asio::error::operation_aborted;
+};
+
+// One record, read until it answers or the policy gives up.
+template <class Retry, class Rng>
+class retried_get : public retried_read<retried_get<Retry, Rng>, Retry, Rng> {
+    using base = retried_read<retried_get<Retry, Rng>, Retry, Rng>;
+    friend base;
+
+public:
+    retried_get(Retry& retry, Rng& rng) : base(retry, rng) {}
+
+    machine_step start() { return machine_step::read(); }
+
+    machine_step on_get(error_code ec, get_result r) {
+        result_ = std::move(r);
+        if (ec) return this->failed(ec);
+        this->succeeded();
+        return machine_step::done();
+    }
+
+    // The last answer: the record (or none) on success, the service's diagnostics on failure.
+    get_result& result() noexcept { return result_; }
+
+private:
+    machine_step again() { return machine_step::read(); }
+    get_result result_;
+};
+
+// Every key under a prefix (the driver's key), in pages of `page_size`: each page is retried on
+// its own, and the listing resumes after the last key received.
+template <class Retry, class Rng>
+class paged_list : public retried_read<paged_list<Retry, Rng>, Retry, Rng> {
+    using base = retried_read<paged_list<Retry, Rng>, Retry, Rng>;
+    friend base;
+
+public:
+    static constexpr std::size_t page_size = 1000;
+
+    paged_list(Retry& retry, Rng& rng) : base(retry, rng) {}
+
+    machine_step start() { return again(); }
+
+    machine_step on_list(error_code ec, list_page page) {
+        if (ec) {
+            diag_ = std::move(page.diag);
+            return this->failed(ec);
+        }
+        this->succeeded();
+        for (auto& e : page.entries) entries_.push_back(std::move(e));
+        // A truncated page that brought nothing cannot say where to resume: the listing ends.
+        if (!page.truncated || entries_.empty()) return machine_step::done();
+        return again();
+    }
+
+    // The keys received, ascending (those of earlier pages too when a later one failed).
+    std::vector<list_entry>& entries() noexcept { return entries_; }
+    // What the service said of the failure that ended the listing.
+    diagnostics const& diag() const noexcept { return diag_; }
+
+private:
+    // The next page (or the same one again, after a failure).
+    machine_step again() const { return machine_step::list(entries_.empty() ? std::string() : entries_.back().key, page_size); }
+
+    std::vector<list_entry> entries_;
+    diagnostics diag_;
+};
+
+} // namespace baton::detail
+
+#endif
