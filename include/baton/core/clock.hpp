@@ -25,7 +25,9 @@
     The wall clock is never trusted for safety. It only seeds the tokens of records created with
     wall-clock tokens (`lease_options::wall_clock_tokens`, the lease table's shards), so that they
     rise above those of a record deleted outside baton. Without `wall_now()`, `system_clock` is
-    read; a simulation's clock supplies its own, so that a seed replays exactly.
+    read, and the floors one process hands out are kept distinct and rising even if that clock
+    steps back. A Clock's own `wall_now()` is read as it is, with nothing shared across the
+    process: that is for simulations (`sim::manual_clock`), where a seed must replay exactly.
 */
 
 #include <baton/core/detail/config.hpp>
@@ -64,11 +66,10 @@ struct steady_clock {
 
 static_assert(clock_policy<steady_clock>);
 
-/// True when the Clock policy `C` reads a wall clock of its own (`c.wall_now()`, optional).
+/// True when the Clock policy `C` has a wall clock of its own (`c.wall_now()`, optional). Its
+/// type is checked where it is read: one of another type is an error, never a silent fallback.
 template <class C>
-concept has_wall_clock = requires(C const& c) {
-    { c.wall_now() } -> std::same_as<std::chrono::system_clock::time_point>;
-};
+concept has_wall_clock = requires(C const& c) { c.wall_now(); };
 
 } // namespace baton
 

@@ -68,7 +68,10 @@ BATON_DECL std::uint64_t wall_clock_token_floor();
 template <class Clock>
 std::uint64_t wall_clock_token_floor(Clock const& clock) {
     if constexpr (has_wall_clock<Clock>) {
-        auto const us = std::chrono::duration_cast<std::chrono::microseconds>(clock.wall_now().time_since_epoch()).count();
+        auto const wall = clock.wall_now();
+        static_assert(std::is_same_v<typename decltype(wall)::clock, std::chrono::system_clock>,
+                      "a Clock's wall_now() returns a std::chrono::system_clock time point");
+        auto const us = std::chrono::duration_cast<std::chrono::microseconds>(wall.time_since_epoch()).count();
         return static_cast<std::uint64_t>(std::max<std::int64_t>(1, us));
     } else {
         return wall_clock_token_floor();

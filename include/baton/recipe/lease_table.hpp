@@ -773,10 +773,8 @@ public:
             for (auto const& id : ids)
                 if (auto ec = check_shard_id(id)) co_return ec;
             for (auto const& id : ids) {
-                // Read once per shard: the change below may run again after a refusal, and reads no clock.
-                std::uint64_t const floor = retire ? 0 : detail::wall_clock_token_floor(clock);
                 detail::shard_change_fn change =
-                    [retire, floor](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
+                    [retire, &clk = clock](std::optional<detail::shard_body> const& now, detail::shard_body& next) {
                         if (retire) {
                             if (!now) return detail::shard_change::refuse(errc::not_found);
                             if (now->retired) return detail::shard_change::keep();
@@ -787,7 +785,7 @@ public:
                         next.retired = false;
                         // A new record starts at the wall-clock microsecond: if something outside
                         // baton deleted an earlier one, its tokens still rise above that one's.
-                        if (!now) next.token = floor;
+                        if (!now) next.token = detail::wall_clock_token_floor(clk);
                         return detail::shard_change::write();
                     };
                 std::optional<detail::shard_seen> const no_record;

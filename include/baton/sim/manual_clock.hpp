@@ -124,12 +124,12 @@ public:
     /// Where every simulated wall clock starts: 2026-01-01 00:00:00 UTC.
     static constexpr std::chrono::sys_seconds wall_epoch{std::chrono::seconds(1767225600)};
 
-    /// This participant's wall clock: `wall_epoch` plus its own reading, so that wall-clock
-    /// tokens replay exactly under a seed (never the host's clock, never shared between seeds).
+    /// This participant's wall clock: `wall_epoch` plus virtual time, the same for every
+    /// participant (wall clocks are kept in step by NTP, whatever their monotonic rates), so
+    /// that wall-clock tokens replay exactly under a seed (never the host's clock).
     std::chrono::system_clock::time_point wall_now() const noexcept {
-        return std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-            std::chrono::system_clock::time_point(wall_epoch) +
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(now().time_since_epoch()));
+        return std::chrono::system_clock::time_point(wall_epoch) +
+               std::chrono::duration_cast<std::chrono::system_clock::duration>(virtual_clock::now().time_since_epoch());
     }
 
     /// Moves all virtual time forward by `d` (a convenience for tests).
