@@ -49,6 +49,7 @@
 #include <baton/backend/impl/s3_requests.ipp>
 #include <baton/backend/impl/dynamodb_state.ipp>
 #include <baton/recipe/impl/lease_record.ipp>
+#include <baton/recipe/impl/lease_turns.ipp>
 #include <baton/recipe/impl/lease_machine.ipp>
 #include <baton/recipe/impl/lease_metrics.ipp>
 #include <baton/recipe/impl/envelope.ipp>

@@ -21,6 +21,7 @@
 
 #include <baton/core/detail/config.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
+#include <baton/recipe/detail/lease_turns.hpp>
 #include <baton/core/error.hpp>
 #include <baton/recipe/lease_observer.hpp>
 #include <baton/recipe/lease_options.hpp>
@@ -64,8 +65,6 @@ public:
 private:
     std::uint64_t s_;
 };
-
-using own_time = std::chrono::nanoseconds; // a reading of the participant's own clock, since its epoch
 
 // The last failure's diagnostics, on the heap once a failure has said something: a lease that
 // never failed holds a pointer, not four strings (bytes per held lease: a process may hold
@@ -238,44 +237,15 @@ private:
 
     std::string body(std::uint64_t token, std::string_view nonce, bool released,
                      std::chrono::nanoseconds turn_left = std::chrono::nanoseconds(0)) const {
-        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl(), advertised(turn_left));
+        return encode_lease_body(instance_, opts_.value, nonce, token, released, ttl(), lease_turns::advertised(turn_left));
     }
-    // A turn as the record states it: whole milliseconds, rounded up; none when unbounded (never yields).
-    static std::chrono::milliseconds advertised(std::chrono::nanoseconds left) noexcept;
 
     // The record as last known is the released marker this object wrote itself.
-    bool released_by_us() const noexcept { return own_release_ && !own_release_->version.empty() && known_version_ == own_release_->version; }
-
-    // Fairness (lease_options::yield_after): whether the current run of terms taken back
-    // straight after our own release has lasted a turn.
-    std::chrono::nanoseconds first_turn() const noexcept;
-    bool streak_over(own_time now) const noexcept {
-        return turn_ != std::chrono::nanoseconds::max() && now - streak_since_ >= turn_;
-    }
-    // Two poll intervals and a quarter: every waiter reads within a poll interval of its last
-    // read (its pauses are jittered down, never up), or within two when the record it read stated
-    // a turn (turn_wait_cap). Not the turn's end as the waiter computes it: it counts the turn from
-    // its first read of that version, which may come a whole hold after the write, so that end
-    // can be later than our release by up to the cap. The quarter is for a read still in flight.
-    std::chrono::nanoseconds yield_pause() const noexcept {
-        return std::chrono::nanoseconds(opts_.poll_interval) * 9 / 4;
-    }
-
-    // The turn a record states (see lease_record.hpp). Only a participant re-acquiring back to
-    // back states one (this acquisition began right after our own release): it will likely
-    // release and take back again within its turn. Others state none (one that takes the lease
-    // once, or comes back after a while and finds its old marker), so when they release and
-    // leave the waiters have been polling as usual and one of them takes the record at once.
-    // What is left, at `now`, of the turn a claim sent now would be part of (see claimed()):
-    // a new one, the current one (a take-back within it), or a doubled one (after a yield).
-    std::chrono::nanoseconds turn_left_after_claim(own_time now, bool takes_back) const noexcept;
-    // What is left of the current turn, for a renewal of a term that states one (looping_ stays
-    // as the acquisition set it for the whole term).
-    std::chrono::nanoseconds turn_left(own_time now) const noexcept;
+    bool released_by_us() const noexcept { return turns_.is_our_marker(known_version_); }
 
     // Our own released marker is the record: taken back at once during our turn; once the turn
     // is over, it stays with the waiters until 2.25 poll intervals after our release (each
-    // reads it by then: see yield_pause), unless this acquisition may not wait that long.
+    // reads it by then: see lease_turns::yield_pause), unless this acquisition may not wait that long.
     machine_step take_back(own_time now, bool contended = false);
 
     // `contended`: the claim is of a released record just seen (a read, or a refusal that showed
@@ -298,20 +268,6 @@ private:
 
     // Decide what to do about the record as it is now.
     machine_step consider(own_time now, record const& r);
-
-    // What is left of the turn record `b` states, from when this version was first read (the write
-    // was sent before that, so the turn ends no later).
-    std::chrono::nanoseconds turn_stated(lease_body const& b, own_time now) const noexcept;
-    // A poll interval less up to a 32nd: the cap of a pause for a stated turn, jittered so that
-    // waiters capped together drift apart instead of staying in lockstep.
-    std::chrono::nanoseconds poll_delay_near_full();
-    // The longest a waiter sleeps through a stated turn: two poll intervals less up to a 16th of
-    // one, jittered for the same reason (the sum of two draws of poll_delay_near_full, which is
-    // also the pause after a lost race). yield_pause covers it.
-    std::chrono::nanoseconds turn_wait_cap() { return poll_delay_near_full() + poll_delay_near_full(); }
-    // Spreads the waiters that wake at the end of a turn over half a poll interval, so that one
-    // reads the released record first instead of all racing for it.
-    std::chrono::nanoseconds stagger();
 
     std::chrono::nanoseconds poll_delay();
 
@@ -392,18 +348,7 @@ private:
     unsigned attempt_ = 0;
     std::uint64_t creation_floor_ = 0; // the least token a created record starts at
 
-    // Fairness between contenders that release and re-acquire (lease_options::yield_after).
-    struct own_release {
-        std::string version; // of the last released marker we wrote
-        own_time at{0};      // when that marker was confirmed
-    };
-    std::unique_ptr<own_release> own_release_; // from the first release, then kept (bytes per lease)
-    own_time streak_since_{0};             // when the current run of terms taken back straight after our release began
-    std::chrono::nanoseconds turn_{0};     // how long that run may last before we yield
-    bool yield_allowed_ = false;           // this acquisition may yield (it waits, and long enough)
-    bool yielding_ = false;                // the wait in progress is a yield
-    bool yielded_ = false;                 // this acquisition has yielded
-    bool looping_ = false;                 // this acquisition began right after our own release (back to back)
+    lease_turns turns_; // fairness between contenders that release and re-acquire (advice only)
     after_wait next_after_wait_ = read_next;
 
     attempt_record inflight_;
@@ -412,9 +357,12 @@ private:
     settlement_ledger<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
 
     // What this participant last knew of the record.
-    bool known_ = false, absent_ = false, released_ = false;
-    bool inflight_replaces_ = false; // the claim in flight was a replace (not a create)
-    bool inflight_contended_ = false; // the claim in flight is of a released record just seen (see claim())
+    enum class known_record : unsigned char { unknown, absent, present, released };
+    known_record known_ = known_record::unknown;
+    // The claim in flight: a create, a replace, or a replace of a released record just seen
+    // (see claim(): a refusal of it means someone else took the record in the meantime).
+    enum class claim_kind : unsigned char { create, replace, replace_just_seen_released };
+    claim_kind inflight_claim_ = claim_kind::create;
     std::string known_version_;
     std::uint64_t max_token_seen_ = 0;
     std::uint64_t acquisition_ = 0; // acquisitions started, to tell this one's claims from earlier ones

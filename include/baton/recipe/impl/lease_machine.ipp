@@ -41,16 +41,12 @@ BATON_DECL machine_step lease_machine::acquire_start(own_time now, bool wait, st
     took_over_ = false;
     created_ = false;
     diag_.clear();
-    yielding_ = yielded_ = false;
-    yield_allowed_ = wait && patience > yield_pause();
-    // Back to back: acquiring again within an eighth of a poll interval of our own release
-    // (a loop that releases and re-acquires at once, like the contention benchmark).
-    looping_ = own_release_ && !own_release_->version.empty() && now - own_release_->at <= std::chrono::nanoseconds(opts_.poll_interval) / 8;
-    if (known_ && released_) {
+    turns_.begin_acquisition(opts_, now, wait, patience);
+    if (known_ == known_record::released) {
         if (released_by_us()) return take_back(now);
         return claim(now, next_token(), precondition::matches(known_version_));
     }
-    if (!known_ || absent_) return create(now);
+    if (known_ == known_record::unknown || known_ == known_record::absent) return create(now);
     return machine_step::read();
 }
 
@@ -67,18 +63,16 @@ BATON_DECL machine_step lease_machine::acquire_on_write(own_time now, error_code
         // reads at once: one on older knowledge (the first, a take-back in a loop) may find
         // the record free under another version, and a refused takeover may have met the
         // holder's released marker.
-        if (inflight_contended_ && yield_allowed_) {
+        if (inflight_claim_ == claim_kind::replace_just_seen_released && turns_.patient()) {
             attempt_ = 0;
             next_after_wait_ = read_next;
-            return machine_step::wait(poll_delay_near_full());
+            return machine_step::wait(lease_turns::poll_near_full(opts_, uniform()));
         }
         return machine_step::read();
     }
-    if (ec == errc::not_found && inflight_replaces_) {
+    if (ec == errc::not_found && inflight_claim_ != claim_kind::create) {
         // A replace found the key gone (S3 answers 404): create it instead.
-        known_ = true;
-        absent_ = true;
-        released_ = false;
+        known_ = known_record::absent;
         return create(now);
     }
     if (outcome_unknown(ec)) {
@@ -99,9 +93,7 @@ BATON_DECL machine_step lease_machine::acquire_on_read(own_time now, error_code 
         return retry_or_fail(ec, read_next);
     }
     if (!found) {
-        known_ = true;
-        absent_ = true;
-        released_ = false;
+        known_ = known_record::absent;
         return create(now);
     }
     return consider(now, *found);
@@ -111,7 +103,7 @@ BATON_DECL machine_step lease_machine::acquire_on_wait(own_time /*now*/) {
     // After a yield, read first: under contention a waiter has taken the record meanwhile, and
     // a blind take-back would be refused (on a store that does not return the record with the
     // refusal, a write and then a read). Our marker still there is taken back as usual.
-    if (std::exchange(yielding_, false)) yielded_ = true;
+    turns_.wait_ended();
     return machine_step::read();
 }
 
@@ -296,52 +288,22 @@ BATON_DECL std::string lease_machine::hex(std::uint64_t v) {
     return s;
 }
 
-BATON_DECL std::chrono::milliseconds lease_machine::advertised(std::chrono::nanoseconds left) noexcept {
-    if (left <= std::chrono::nanoseconds(0) || left >= std::chrono::nanoseconds(std::chrono::hours(24)))
-        return std::chrono::milliseconds(0);
-    return std::chrono::ceil<std::chrono::milliseconds>(left);
-}
-
-BATON_DECL std::chrono::nanoseconds lease_machine::first_turn() const noexcept {
-    auto const y = opts_.effective_yield_after();
-    if (y == std::chrono::milliseconds::max()) return std::chrono::nanoseconds::max();
-    return std::chrono::nanoseconds(y);
-}
-
-BATON_DECL std::chrono::nanoseconds lease_machine::turn_left_after_claim(own_time now, bool takes_back) const noexcept {
-    auto const first = first_turn();
-    if (first == std::chrono::nanoseconds::max() || !looping_) return std::chrono::nanoseconds(0);
-    if (!takes_back) return first;
-    if (yielded_) return std::min(turn_ * 2, first * 16);
-    return streak_since_ + turn_ - now;
-}
-
-BATON_DECL std::chrono::nanoseconds lease_machine::turn_left(own_time now) const noexcept {
-    if (turn_ == std::chrono::nanoseconds::max() || !looping_) return std::chrono::nanoseconds(0);
-    return streak_since_ + turn_ - now;
-}
-
 BATON_DECL machine_step lease_machine::take_back(own_time now, bool contended) {
-    if (!yielded_ && yield_allowed_ && streak_over(now)) {
-        auto const since_release = now - own_release_->at; // set: the record is our released marker
-        if (since_release < yield_pause()) {
-            yielding_ = true;
-            return machine_step::wait(yield_pause() - since_release);
-        }
-        yielded_ = true; // the waiters have had that time already
-    }
+    if (auto const yield = turns_.yield_before_take_back(opts_, now); yield > std::chrono::nanoseconds(0))
+        return machine_step::wait(yield);
     return claim(now, next_token(), precondition::matches(known_version_), true, contended);
 }
 
 BATON_DECL machine_step lease_machine::claim(own_time now, std::uint64_t token, precondition pc, bool takes_back,
                                              bool contended) {
     bool const creates = pc.which() == precondition::kind::absent;
-    inflight_contended_ = contended;
     inflight_ = attempt_record{fresh_nonce(), token, now, acquisition_, false, creates, takes_back,
-                               takes_back && yielded_,
+                               takes_back && turns_.yielded(),
                                creates ? 0 : std::hash<std::string_view>{}(std::string_view(pc.version()))};
-    inflight_replaces_ = pc.which() == precondition::kind::matches;
-    return machine_step::write(body(token, inflight_.nonce, false, turn_left_after_claim(now, takes_back)), std::move(pc));
+    inflight_claim_ = pc.which() != precondition::kind::matches ? claim_kind::create
+                      : contended                                 ? claim_kind::replace_just_seen_released
+                                                                  : claim_kind::replace;
+    return machine_step::write(body(token, inflight_.nonce, false, turns_.left_after_claim(opts_, now, takes_back)), std::move(pc));
 }
 
 BATON_DECL machine_step lease_machine::claimed(own_time now, std::uint64_t token, std::string const& version,
@@ -356,9 +318,7 @@ BATON_DECL machine_step lease_machine::claimed(own_time now, std::uint64_t token
                               : settlement_outcome::unresolved);
     pending_.reset();
     max_token_seen_ = std::max(max_token_seen_, token);
-    known_ = true;
-    absent_ = false;
-    released_ = false;
+    known_ = known_record::present;
     known_version_ = version;
     if (now >= sent + renew_deadline()) {
         // It landed, but too late to act on: refresh our own record first.
@@ -370,16 +330,10 @@ BATON_DECL machine_step lease_machine::claimed(own_time now, std::uint64_t token
     held_.t_send = sent;
     has_version_ = true;
     state_ = lease_state::held;
-    if (!inflight_.takes_back) {
-        // Taken from someone else, created, or taken over: a new turn starts.
-        streak_since_ = sent;
-        turn_ = first_turn();
-    } else if (inflight_.after_yield) {
-        // We yielded and nobody took it: likely nobody waits. The next turn is twice as long
-        // (up to 16 times the first), so a participant without rivals seldom pauses.
-        streak_since_ = sent;
-        turn_ = std::min(turn_ * 2, first_turn() * 16);
-    }
+    // Taken from someone else, created or taken over: a new turn. After a yield nobody
+    // answered (likely nobody waits), a turn twice as long, so that a participant without
+    // rivals seldom pauses.
+    turns_.claimed(opts_, sent, inflight_.takes_back, inflight_.after_yield);
     return machine_step::done();
 }
 
@@ -392,9 +346,7 @@ BATON_DECL machine_step lease_machine::consider(own_time now, record const& r) {
         return machine_step::done(ec);
     }
     max_token_seen_ = std::max(max_token_seen_, b.token);
-    known_ = true;
-    absent_ = false;
-    released_ = b.released;
+    known_ = b.released ? known_record::released : known_record::present;
     known_version_ = r.version;
     if (pending_ && pending_->nonce == b.nonce) {
         report(*pending_, settlement_outcome::landed);
@@ -437,26 +389,15 @@ BATON_DECL machine_step lease_machine::consider(own_time now, record const& r) {
     // release and leave in its turn, and the lease is then taken within two polls. Sleeping
     // through a turn of two polls instead of reading once a poll is what halves the waiters'
     // reads under sustained contention (lease_options::yield_after).
-    auto const turn = turn_stated(b, now);
-    auto const pause = turn > std::chrono::nanoseconds(0)
-                           ? std::min<std::chrono::nanoseconds>(turn + stagger(), turn_wait_cap())
-                           : poll_delay();
+    auto const turn = lease_turns::stated(b, observed_->since, now);
+    std::chrono::nanoseconds pause;
+    if (turn > std::chrono::nanoseconds(0)) {
+        double const cap1 = uniform(), cap2 = uniform(), stagger = uniform(); // in this order on every compiler
+        pause = lease_turns::sleep_through(opts_, turn, stagger, cap1, cap2);
+    } else {
+        pause = poll_delay();
+    }
     return machine_step::wait(std::min<std::chrono::nanoseconds>(pause, window - elapsed));
-}
-
-BATON_DECL std::chrono::nanoseconds lease_machine::turn_stated(lease_body const& b, own_time now) const noexcept {
-    if (b.turn.count() <= 0) return std::chrono::nanoseconds(0);
-    return std::max(observed_->since + std::chrono::nanoseconds(b.turn) - now, std::chrono::nanoseconds(0));
-}
-
-BATON_DECL std::chrono::nanoseconds lease_machine::poll_delay_near_full() {
-    auto const poll = std::chrono::nanoseconds(opts_.poll_interval);
-    return poll - std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(poll.count()) / 32));
-}
-
-BATON_DECL std::chrono::nanoseconds lease_machine::stagger() {
-    auto const half = std::chrono::nanoseconds(opts_.poll_interval) / 2;
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(half.count())));
 }
 
 BATON_DECL std::chrono::nanoseconds lease_machine::poll_delay() {
@@ -494,7 +435,7 @@ BATON_DECL machine_step lease_machine::rewrite_own(own_time now, bool released) 
     // A released marker states no turn: whoever reads it may take it at once (the releaser
     // may never come back), and a waiter that races our take-back loses one write at most.
     return machine_step::write(body(held_.token, inflight_.nonce, released,
-                                    released ? std::chrono::nanoseconds(0) : turn_left(now)),
+                                    released ? std::chrono::nanoseconds(0) : turns_.left(now)),
                                precondition::matches(held_.version));
 }
 
@@ -528,13 +469,9 @@ BATON_DECL machine_step lease_machine::released(own_time now, std::string const&
     note_success();
     settle_doubts(settlement_outcome::not_landed, landed);
     state_ = lease_state::released;
-    known_ = true;
-    absent_ = false;
-    released_ = true;
+    known_ = known_record::released;
     known_version_ = version;
-    if (!own_release_) own_release_ = std::make_unique<own_release>();
-    own_release_->version = version;
-    own_release_->at = now;
+    turns_.released(version, now);
     has_version_ = false;
     return machine_step::done();
 }
@@ -551,7 +488,7 @@ BATON_DECL machine_step lease_machine::released_by_contender() {
     });
     own_doubts_.clear();
     state_ = lease_state::released;
-    known_ = false;
+    known_ = known_record::unknown;
     has_version_ = false;
     return machine_step::done();
 }
@@ -562,7 +499,7 @@ BATON_DECL machine_step lease_machine::release_failed(error_code ec) {
     settle_doubts(settlement_outcome::unresolved);
     state_ = lease_state::lost;
     has_version_ = false;
-    known_ = false;
+    known_ = known_record::unknown;
     return machine_step::done(ec);
 }
 
