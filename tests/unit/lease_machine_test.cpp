@@ -96,6 +96,53 @@ TEST_CASE("a free lease is one conditional create; the deadline counts from when
     CHECK_FALSE(f.m.is_held(120s));
 }
 
+TEST_CASE("every loss of a held term has its cause: the deadline, a takeover, a deleted or a foreign record") {
+    using cause = lease_machine::loss_cause;
+    // The deadline, found by the driver's check (its timer, or an answer or a call that came late): once.
+    {
+        fixture f;
+        acquire_free(f.m, 0s);
+        CHECK(f.m.last_loss() == cause::none);
+        CHECK_FALSE(f.m.check_deadline(20s - 1ns));
+        CHECK(f.m.check_deadline(20s));
+        CHECK(f.m.state() == lease_state::lost);
+        CHECK(f.m.last_loss() == cause::deadline);
+        CHECK_FALSE(f.m.check_deadline(21s)); // already lost: nothing more to deliver
+        CHECK(lease_machine::describe(cause::deadline) == "renew deadline passed");
+    }
+    // The deadline, found by the renew lane itself after a pause past it.
+    {
+        fixture f;
+        acquire_free(f.m, 0s);
+        (void)f.m.renew_schedule(0s);
+        auto late = f.m.renew_on_wait(25s);
+        CHECK(late.what == act::done);
+        CHECK(late.ec == errc::lease_lost);
+        CHECK(f.m.last_loss() == cause::deadline);
+    }
+    // What a renewal's read finds: someone else's record, no record, a record that is not a lease's.
+    struct found_case {
+        std::optional<baton::record> found;
+        cause want;
+    };
+    found_case const cases[] = {{foreign(2, "v9"), cause::taken_over},
+                                {std::nullopt, cause::record_vanished},
+                                {baton::record{"k", "not json", "v9"}, cause::record_unreadable}};
+    for (auto const& c : cases) {
+        fixture f;
+        acquire_free(f.m, 0s);
+        (void)f.m.renew_schedule(0s);
+        REQUIRE(f.m.renew_on_wait(9s).what == act::write);
+        REQUIRE(f.m.renew_on_write(9s + 5ms, error_code(errc::precondition_failed), {}).what == act::read);
+        auto end = f.m.renew_on_read(9s + 10ms, {}, c.found, {});
+        CHECK(end.what == act::done);
+        CHECK(end.ec == errc::lease_lost);
+        CHECK(f.m.state() == lease_state::lost);
+        CHECK(f.m.last_loss() == c.want);
+        CHECK_FALSE(lease_machine::describe(c.want).empty());
+    }
+}
+
 TEST_CASE("renewals: scheduled within 90-110% of the interval, one write conditional on our version") {
     fixture f;
     acquire_free(f.m, 0s);
@@ -271,7 +318,7 @@ TEST_CASE("a new acquisition forgets the last term's writes in doubt: a landed o
     (void)f.m.renew_schedule(0s);
     auto renewal = f.m.renew_on_wait(9s);
     (void)f.m.renew_on_write(11s, error_code(errc::timeout), {});
-    f.m.on_deadline(21s);
+    CHECK(f.m.check_deadline(21s));
     REQUIRE(f.m.state() == lease_state::lost);
     REQUIRE(f.m.acquire_start(22s, true).what == act::read);
     // The read finds the landed renewal: our own record of an earlier term. A new term takes
@@ -713,7 +760,7 @@ TEST_CASE("observed: a renewal in doubt when the term ends is reported unresolve
     auto after = f.m.renew_on_write(11s, error_code(errc::timeout), {});
     REQUIRE(after.what == act::wait);
     CHECK(f.seen == std::vector<std::string>{"retry renew 1"});
-    f.m.on_deadline(20s);
+    CHECK(f.m.check_deadline(20s));
     REQUIRE(f.m.state() == lease_state::lost);
     CHECK(f.seen.size() == 1); // still undecided: nothing read it back
     (void)f.m.acquire_start(21s, true);

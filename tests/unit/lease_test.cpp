@@ -1828,7 +1828,7 @@ TEST_CASE("an observer sees acquisition, renewals, every store answer, a takeove
     CHECK(std::vector<std::string>(seen.log->begin(), seen.log->begin() + want.size()) == want);
     // The refusal carried the current record (someone else's): the term ends at once, with no read.
     CHECK(seen.log->size() == want.size() + 1);
-    CHECK(seen.log->back() == "lost token 1: taken over (the record changed or vanished)");
+    CHECK(seen.log->back() == "lost token 1: taken over (the record changed)");
 }
 
 TEST_CASE("an observer sees a release, and lease_metrics writes the figures in Prometheus text format") {

@@ -521,8 +521,10 @@ private:
             }
         }
 
-        // The term ends without a release: renewal stops, the observer and then every waiter are told.
-        void lose(error_code cause, std::string_view reason) {
+        // The machine decided the term is lost (lease_machine::lose, the one place): renewal
+        // stops, the observer and then every waiter are told why.
+        void deliver_loss(error_code cause = errc::lease_lost) {
+            auto const reason = detail::lease_machine::describe(m.last_loss());
             stop_renewal();
             if constexpr (observed) {
                 lease_lost_event e;
@@ -558,7 +560,7 @@ private:
             if (o.timeout && o.timeout->count() < 0)
                 return post_completion(std::move(h), error_code(errc::invalid_argument), lease_grant{});
             auto const t = now(); // one reading for both decisions
-            deliver_overdue_loss(t);
+            (void)deliver_loss_if_due(t);
             if (m.is_held(t)) return post_completion(std::move(h), error_code{}, grant());
             // A new term: whatever the renew lane still has in flight belongs to the old one, and
             // nothing of the old one may outlive it (a backstop: the loss was delivered above).
@@ -668,14 +670,13 @@ private:
                 if (acquire_op.current(gen)) interrupt_acquire(stop_reason::timed_out);
                 return;
             case renew_wait:
-                if (gen != renew_gen || lose_if_past_deadline()) return;
+                if (gen != renew_gen || deliver_loss_if_due(now())) return;
                 step_renew(m.renew_on_wait(now()));
                 return;
             case renew_deadline:
                 if (gen != deadline_gen) return;
-                m.on_deadline(now());
-                if (m.state() == lease_state::lost) {
-                    lose(errc::lease_lost, "renew deadline passed");
+                if (m.check_deadline(now())) {
+                    deliver_loss();
                 } else if (m.state() == lease_state::held && renew_io) {
                     arm_deadline(); // fired a hair early; the deadline has not passed by our clock
                 }
@@ -786,19 +787,12 @@ private:
             step_renew(m.renew_schedule(now()));
         }
 
-        // The renew deadline passed but its timer has not run yet (the application's own
-        // timer ran first): the loss is delivered now, before anything else is decided.
-        void deliver_overdue_loss(detail::own_time t) {
-            if (m.state() != lease_state::held || t < m.deadline()) return;
-            m.on_deadline(t);
-            lose(errc::lease_lost, "renew deadline passed");
-        }
-
-        bool lose_if_past_deadline() {
-            if (now() < m.deadline()) return false;
-            m.on_deadline(now());
-            if (m.state() != lease_state::lost) return false;
-            lose(errc::lease_lost, "renew deadline passed");
+        // The renew deadline passed by `t` but its timer has not run yet (an answer ran late, a
+        // paused process, or the application's own timer ran first): the machine decides, and
+        // the loss is delivered now, before anything else is decided. True when it was.
+        bool deliver_loss_if_due(detail::own_time t) {
+            if (!m.check_deadline(t)) return false;
+            deliver_loss();
             return true;
         }
 
@@ -851,7 +845,7 @@ private:
                 }));
                 return;
             case t::done: // lost: taken over, or the record vanished
-                lose(a.ec ? a.ec : error_code(errc::lease_lost), "taken over (the record changed or vanished)");
+                deliver_loss(a.ec ? a.ec : error_code(errc::lease_lost));
                 return;
             case t::none:
                 return;
@@ -859,7 +853,7 @@ private:
             case t::compute: // the lease machine never asks to list or compute; were it to, the term ends
                 BOOST_ASSERT_MSG(false, "the lease machine asked for a step it never asks for");
                 m.end_term();
-                lose(errc::lease_lost, "the lease machine asked for a step its driver cannot take");
+                deliver_loss();
                 return;
             }
         }
@@ -885,7 +879,7 @@ private:
             if (gen != renew_gen) return;
             // An answer run late (a paused process) may find the deadline passed: the loss is
             // delivered now, not one timer tick later.
-            if (lose_if_past_deadline()) return;
+            if (deliver_loss_if_due(now())) return;
             // A success moves the deadline later; the armed timer notices when it fires and re-arms.
             step_renew(std::move(next));
         }
@@ -896,7 +890,7 @@ private:
             if (closed) return post_completion(std::move(h), error_code(boost::asio::error::operation_aborted));
             if (release_op.busy() || acquire_op.busy())
                 return post_completion(std::move(h), error_code(errc::operation_in_progress));
-            deliver_overdue_loss(now()); // a loss comes first: waiters learn lease_lost, not released
+            (void)deliver_loss_if_due(now()); // a loss comes first: waiters learn lease_lost, not released
             if (!m.can_release()) return post_completion(std::move(h), error_code(errc::not_held));
             // Not cancellable: the marker is written or settled (a release that stopped half-way would
             // leave the record's fate unknown to everyone).

@@ -162,14 +162,33 @@ public:
 
     machine_step renew_on_read(own_time now, error_code ec, std::optional<record> const& found, diagnostics const& d);
 
-    // The renew deadline passed without a successful renewal.
-    void on_deadline(own_time now) {
-        if (state_ == lease_state::held && now >= deadline()) (void)lose();
+    // ---- loss ----------------------------------------------------------------
+    // A held term ends without a release only in lose(), for one of these causes. The renew
+    // lane's answers decide the record's causes (renew_on_read); the deadline is decided by
+    // check_deadline, which the driver calls whenever its own time may have passed it (its
+    // deadline timer fired, an answer or a call of the user's came late), and by renew_on_wait.
+    enum class loss_cause : unsigned char {
+        none,
+        deadline,          // t_send + renew_deadline passed on our clock without a renewal that landed
+        taken_over,        // the record changed under us: someone else's now
+        record_vanished,   // the record was deleted (outside baton: the lease layer never deletes it)
+        record_unreadable, // the record is no lease record any more
+        step_not_taken,    // the driver could not carry out a step this machine asked for
+    };
+    // Why the last held term was lost, and the words an observer's lost event gives for it.
+    loss_cause last_loss() const noexcept { return loss_; }
+    static std::string_view describe(loss_cause c) noexcept;
+
+    // True when the renew deadline has passed by `now` and that ends a held term now (once).
+    bool check_deadline(own_time now) {
+        if (state_ != lease_state::held || now < deadline()) return false;
+        (void)lose(loss_cause::deadline);
+        return true;
     }
 
     // The driver cannot carry out a step this machine asked for: a held term ends here, lost.
     void end_term() {
-        if (state_ == lease_state::held) (void)lose();
+        if (state_ == lease_state::held) (void)lose(loss_cause::step_not_taken);
     }
 
     // ---- release -----------------------------------------------------------
@@ -286,9 +305,10 @@ private:
     // within a round; between rounds, a quarter renew interval.
     machine_step backoff_renew(error_code ec, after_wait next);
 
-    // This term's writes in doubt stay known until the next acquisition clears them: a release
-    // after the loss may still find one landed. They never pass for a claim (see acquire_start).
-    machine_step lose();
+    // The one place a held term is lost. This term's writes in doubt stay known until the next
+    // acquisition clears them: a release after the loss may still find one landed. They never
+    // pass for a claim (see acquire_start).
+    machine_step lose(loss_cause why);
 
     // A renewal confirmed, directly or by reading back its nonce: the lease is valid from when it was sent.
     machine_step renewed(own_time now, attempt_record const& a, std::string const& version);
@@ -338,6 +358,7 @@ private:
 
     held_record held_;
     lease_state state_ = lease_state::idle;
+    loss_cause loss_ = loss_cause::none;
     bool has_version_ = false;
     bool took_over_ = false;
     bool late_claim_ = false;          // the last answer found our claim landed too late: refreshing it

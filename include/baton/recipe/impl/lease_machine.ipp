@@ -125,7 +125,7 @@ BATON_DECL machine_step lease_machine::renew_on_wait(own_time now) {
     if (state_ != lease_state::held) return machine_step::none();
     // Resumed after a pause past the deadline: the lease is gone; writing
     // now would only disturb the contenders' observation.
-    if (now >= deadline()) return lose();
+    if (now >= deadline()) return lose(loss_cause::deadline);
     if (next_after_wait_ == read_next) return machine_step::read();
     return renew_write(now);
 }
@@ -174,18 +174,18 @@ BATON_DECL machine_step lease_machine::renew_on_read(own_time now, error_code ec
         diag_ = d;
         return backoff_renew(ec, read_next);
     }
-    if (!found) return lose();
+    if (!found) return lose(loss_cause::record_vanished);
     lease_body b;
-    if (auto dec = decode_lease_body(found->body, b, diag_.edit())) return lose();
+    if (auto dec = decode_lease_body(found->body, b, diag_.edit())) return lose(loss_cause::record_unreadable);
     if (auto landed = own_doubt(b.nonce)) return renewed(now, *landed, found->version);
-    if (now >= deadline()) return lose(); // too late to write: it would only delay the contenders
+    if (now >= deadline()) return lose(loss_cause::deadline); // too late to write: it would only delay the contenders
     if (found->version == held_.version) {
         // Unchanged: none landed (yet), or the store refused a write that held. Send again,
         // after a pause when it was refused.
         if (std::exchange(refused_, false)) return backoff_renew(errc::precondition_failed, write_next);
         return renew_write(now);
     }
-    return lose();
+    return lose(loss_cause::taken_over);
 }
 
 BATON_DECL machine_step lease_machine::release_start(own_time now) {
@@ -445,9 +445,22 @@ BATON_DECL machine_step lease_machine::backoff_renew(error_code ec, after_wait n
     return machine_step::wait(std::chrono::nanoseconds(renew_interval()) / 4);
 }
 
-BATON_DECL machine_step lease_machine::lose() {
+BATON_DECL machine_step lease_machine::lose(loss_cause why) {
     state_ = lease_state::lost;
+    loss_ = why;
     return machine_step::done(errc::lease_lost);
+}
+
+BATON_DECL std::string_view lease_machine::describe(loss_cause c) noexcept {
+    switch (c) {
+    case loss_cause::deadline: return "renew deadline passed";
+    case loss_cause::taken_over: return "taken over (the record changed)";
+    case loss_cause::record_vanished: return "the record vanished (deleted outside baton)";
+    case loss_cause::record_unreadable: return "the record is no longer a lease record";
+    case loss_cause::step_not_taken: return "the lease machine asked for a step its driver cannot take";
+    case loss_cause::none: break;
+    }
+    return "";
 }
 
 BATON_DECL machine_step lease_machine::renewed(own_time now, attempt_record const& a, std::string const& version) {
