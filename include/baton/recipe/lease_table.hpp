@@ -72,6 +72,7 @@
 #include <baton/core/retry.hpp>
 #include <baton/core/signer.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
+#include <baton/recipe/detail/machine_op.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
 #include <baton/recipe/detail/shard_record.hpp>
 #include <baton/recipe/detail/table_plan.hpp>
@@ -634,74 +635,56 @@ public:
             return store_call<put_result>([this, &key, &body, &pc](auto h) { backend.async_put(key, body, pc, std::move(h)); });
         }
 
-        auto store_list(std::string const& prefix, std::string const& after, std::size_t limit) {
-            return store_call<list_page>(
-                [this, &prefix, &after, limit](auto h) { backend.async_list(prefix, after, limit, std::move(h)); });
+        // The machines the table runs, each on the one driver (machine_op) and awaited as a tuple.
+        // A retried read stops between attempts once this worker is abandoned; a shard change is
+        // never stopped half-way, so nothing of it is left in doubt.
+        template <class Spec>
+        auto run_machine(std::string const& key, Spec spec) {
+            return boost::asio::async_compose<decltype(tuple_awaitable) const&, void(error_code, typename Spec::result_type)>(
+                detail::machine_op<impl, Spec>(this->shared_from_this(), key, std::move(spec)), tuple_awaitable, ex);
         }
-
-        // The table's one driver of a sans-I/O machine (store/detail/machine_step.hpp) against the
-        // store under `key` (a prefix, for a listing). A machine that can stop (a retried read)
-        // stops between attempts once this worker is abandoned; a write machine never does, so
-        // nothing of it is left in doubt.
-        template <class Machine>
-        awaitable<detail::machine_step> run_machine(std::string const& key, Machine& m) {
-            using t = detail::machine_step::type;
-            detail::machine_step s = m.start();
-            for (;;) {
-                switch (s.what) {
-                case t::read:
-                    if constexpr (requires { m.on_get(error_code{}, get_result{}); }) {
-                        auto [ec, r] = co_await store_get(key);
-                        if (!ec && r.found) r.found->key = key;
-                        s = m.on_get(ec, std::move(r));
-                        break;
-                    } else {
-                        co_return unexpected_step();
-                    }
-                case t::write:
-                    if constexpr (requires { m.on_put(error_code{}, put_result{}); }) {
-                        auto [ec, r] = co_await store_put(key, s.body, s.pc);
-                        s = m.on_put(ec, r);
-                        break;
-                    } else {
-                        co_return unexpected_step();
-                    }
-                case t::list:
-                    if constexpr (requires { m.on_list(error_code{}, list_page{}); }) {
-                        auto [ec, page] = co_await store_list(key, s.after, s.limit);
-                        s = m.on_list(ec, std::move(page));
-                        break;
-                    } else {
-                        co_return unexpected_step();
-                    }
-                case t::wait:
-                    if constexpr (requires { Machine::stops_between_attempts; }) {
-                        if (abandoned) {
-                            s = m.on_cancel();
-                            break;
-                        }
-                    }
-                    co_await pause(s.delay);
-                    s = m.on_wait();
-                    break;
-                case t::done:
-                    co_return s;
-                case t::none:
-                case t::compute:
-                    co_return unexpected_step();
-                }
+        struct read_spec {
+            using machine = detail::retried_get<RetryPolicy, std::mt19937_64>;
+            using result_type = get_result;
+            static std::unique_ptr<machine> make(impl& t, std::string const&) { return std::make_unique<machine>(t.retry, t.rng); }
+            static bool stop_at_wait(impl& t) { return t.abandoned; }
+            static result_type finish(impl&, std::string const&, machine& m, error_code) { return std::move(m.result()); }
+        };
+        struct listing {
+            std::vector<list_entry> entries;
+            diagnostics diag;
+        };
+        struct list_spec {
+            using machine = detail::paged_list<RetryPolicy, std::mt19937_64>;
+            using result_type = listing;
+            static std::unique_ptr<machine> make(impl& t, std::string const&) { return std::make_unique<machine>(t.retry, t.rng); }
+            static bool stop_at_wait(impl& t) { return t.abandoned; }
+            static result_type finish(impl&, std::string const&, machine& m, error_code) {
+                return listing{std::move(m.entries()), m.diag()};
             }
-        }
-        // A step the table's machines never ask for: nothing is claimed of what the machine did.
-        static detail::machine_step unexpected_step() {
-            BOOST_ASSERT_MSG(false, "a table machine asked for a step it never asks for");
-            return detail::machine_step::done(errc::unknown_outcome);
-        }
+        };
+        struct change_outcome {
+            std::optional<detail::shard_seen> seen;
+            bool wrote = false;
+            diagnostics diag;
+        };
+        struct change_spec {
+            using machine = detail::shard_write_machine<RetryPolicy, std::mt19937_64>;
+            using result_type = change_outcome;
+            detail::shard_change_fn change;
+            std::optional<detail::shard_seen> known;
+            std::unique_ptr<machine> make(impl& t, std::string const&) {
+                return std::make_unique<machine>(std::move(change), std::move(known), t.retry, t.rng);
+            }
+            static result_type finish(impl&, std::string const&, machine& m, error_code ec) {
+                change_outcome o{m.last_seen(), m.wrote(), {}};
+                if (ec) o.diag = m.diag();
+                return o;
+            }
+        };
 
         awaitable<std::tuple<error_code, get_result>> get(std::string const& key) {
-            detail::retried_get<RetryPolicy, std::mt19937_64> m(retry, rng);
-            auto const s = co_await run_machine(key, m);
-            co_return std::tuple{s.ec, std::move(m.result())};
+            co_return co_await run_machine(key, read_spec{});
         }
 
         // Reads `keys`, up to 16 at a time (a scan of a thousand changed shards must not take a
@@ -730,10 +713,9 @@ public:
         }
 
         awaitable<std::tuple<error_code, std::vector<list_entry>>> list_all(std::string const& prefix) {
-            detail::paged_list<RetryPolicy, std::mt19937_64> m(retry, rng);
-            auto const s = co_await run_machine(prefix, m);
-            if (s.ec) last_diag = m.diag();
-            co_return std::tuple{s.ec, std::move(m.entries())};
+            auto [ec, l] = co_await run_machine(prefix, list_spec{});
+            if (ec) last_diag = std::move(l.diag);
+            co_return std::tuple{ec, std::move(l.entries)};
         }
 
         awaitable<void> pause(std::chrono::nanoseconds d) {
@@ -749,12 +731,11 @@ public:
         awaitable<std::tuple<error_code, std::optional<detail::shard_seen>, bool>> change_shard(
             std::string const& id, detail::shard_change_fn& change, std::optional<detail::shard_seen> const& known) {
             std::string const key = shard_prefix() + id;
-            detail::shard_write_machine<RetryPolicy, std::mt19937_64> m(change, known, retry, rng);
-            auto const s = co_await run_machine(key, m);
-            if (s.ec) last_diag = m.diag();
-            auto seen = m.last_seen();
-            if (seen) remember_shard(id, *seen);
-            co_return std::tuple{s.ec, std::move(seen), m.wrote()};
+            change_spec spec{change, known}; // named: GCC 12 destroys some temporaries of a co_await expression twice
+            auto [ec, o] = co_await run_machine(key, std::move(spec));
+            if (ec) last_diag = std::move(o.diag);
+            if (o.seen) remember_shard(id, *o.seen);
+            co_return std::tuple{ec, std::move(o.seen), o.wrote};
         }
 
         diagnostics last_diag;
