@@ -1091,7 +1091,8 @@ struct cli_observer {
     }
     void on_lost(baton::lease_lost_event const& e) {
         metrics.on_lost(e);
-        say("lost '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) + "): " + std::string(e.reason));
+        say("lost '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) + "): " + std::string(e.reason) +
+            (e.detail.empty() ? "" : ": " + std::string(e.detail)));
         after_event();
     }
     void on_released(baton::lease_released_event const& e) {

@@ -1787,7 +1787,8 @@ struct recording_observer {
                        (e.latency >= 0ns && e.margin > 0ns && e.margin <= renew_deadline ? " timed" : " BAD-TIMES"));
     }
     void on_lost(baton::lease_lost_event const& e) {
-        log->push_back("lost token " + std::to_string(e.fencing_token) + ": " + std::string(e.reason));
+        log->push_back("lost token " + std::to_string(e.fencing_token) + ": " + std::string(e.reason) +
+                       (e.detail.empty() ? "" : " / " + std::string(e.detail)));
     }
     void on_released(baton::lease_released_event const& e) {
         log->push_back("released token " + std::to_string(e.fencing_token) + (e.ec ? " " + e.ec.message() : " ok"));
@@ -1828,7 +1829,7 @@ TEST_CASE("an observer sees acquisition, renewals, every store answer, a takeove
     CHECK(std::vector<std::string>(seen.log->begin(), seen.log->begin() + want.size()) == want);
     // The refusal carried the current record (someone else's): the term ends at once, with no read.
     CHECK(seen.log->size() == want.size() + 1);
-    CHECK(seen.log->back() == "lost token 1: taken over (the record changed)");
+    CHECK(seen.log->back() == "lost token 1: taken over (the record changed or vanished) / the record changed");
 }
 
 TEST_CASE("an observer sees a release, and lease_metrics writes the figures in Prometheus text format") {

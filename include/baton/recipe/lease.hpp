@@ -524,14 +524,15 @@ private:
         // The machine decided the term is lost (lease_machine::lose, the one place): renewal
         // stops, the observer and then every waiter are told why.
         void deliver_loss(error_code cause = errc::lease_lost) {
-            auto const reason = detail::lease_machine::describe(m.last_loss());
+            [[maybe_unused]] auto const why = m.last_loss();
             stop_renewal();
             if constexpr (observed) {
                 lease_lost_event e;
                 e.key = m.options().key;
                 e.fencing_token = m.token();
                 e.cause = cause;
-                e.reason = reason;
+                e.reason = detail::lease_machine::describe(why);
+                e.detail = detail::lease_machine::detail_of(why);
                 detail::observe(observer, e);
             }
             notify_waiters(cause);

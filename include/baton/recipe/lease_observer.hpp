@@ -149,8 +149,12 @@ struct lease_lost_event {
     std::uint64_t fencing_token = 0;
     /// `errc::lease_lost`, or the store error that ended it.
     error_code cause;
-    /// `renew deadline passed` (renewals kept failing), or `taken over (the record changed or vanished)`.
+    /// `renew deadline passed` (renewals kept failing), or `taken over (the record changed or vanished)`
+    /// (few and stable: `lease_metrics` counts losses by it).
     std::string_view reason;
+    /// For a takeover, which: `the record changed`, `the record was deleted (...)` or `the record is
+    /// no longer a lease record`; empty otherwise.
+    std::string_view detail;
 };
 
 /// A release finished.

@@ -175,9 +175,11 @@ public:
         record_unreadable, // the record is no lease record any more
         step_not_taken,    // the driver could not carry out a step this machine asked for
     };
-    // Why the last held term was lost, and the words an observer's lost event gives for it.
+    // Why the last held term was lost, and the words an observer's lost event gives for it: the
+    // reason (a metrics label, so its values stay few and stable) and the detail.
     loss_cause last_loss() const noexcept { return loss_; }
     static std::string_view describe(loss_cause c) noexcept;
+    static std::string_view detail_of(loss_cause c) noexcept;
 
     // True when the renew deadline has passed by `now` and that ends a held term now (once).
     bool check_deadline(own_time now) {

@@ -37,6 +37,7 @@ BATON_DECL machine_step lease_machine::acquire_start(own_time now, bool wait, st
     ++acquisition_;
     state_ = lease_state::acquiring;
     try_once_ = !wait;
+    loss_ = loss_cause::none;
     attempt_ = 0;
     took_over_ = false;
     created_ = false;
@@ -454,10 +455,22 @@ BATON_DECL machine_step lease_machine::lose(loss_cause why) {
 BATON_DECL std::string_view lease_machine::describe(loss_cause c) noexcept {
     switch (c) {
     case loss_cause::deadline: return "renew deadline passed";
-    case loss_cause::taken_over: return "taken over (the record changed)";
-    case loss_cause::record_vanished: return "the record vanished (deleted outside baton)";
-    case loss_cause::record_unreadable: return "the record is no longer a lease record";
+    case loss_cause::taken_over:
+    case loss_cause::record_vanished:
+    case loss_cause::record_unreadable: return "taken over (the record changed or vanished)";
     case loss_cause::step_not_taken: return "the lease machine asked for a step its driver cannot take";
+    case loss_cause::none: break;
+    }
+    return "";
+}
+
+BATON_DECL std::string_view lease_machine::detail_of(loss_cause c) noexcept {
+    switch (c) {
+    case loss_cause::taken_over: return "the record changed";
+    case loss_cause::record_vanished: return "the record was deleted (outside baton: a lifecycle rule, a TTL, an operator)";
+    case loss_cause::record_unreadable: return "the record is no longer a lease record";
+    case loss_cause::deadline:
+    case loss_cause::step_not_taken:
     case loss_cause::none: break;
     }
     return "";
