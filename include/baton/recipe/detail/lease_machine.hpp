@@ -219,7 +219,7 @@ public:
     static error_code describe(record const& r, lease_info& info, diagnostics& d);
 
 private:
-    enum after_wait { read_next, write_next };
+    enum after_wait : unsigned char { read_next, write_next };
 
     // A nonce kept inline: 32 hex digits, the same as fill_nonce draws from the generator (the
     // attempt in flight keeps one for the whole term: 33 heap bytes per held lease).
@@ -371,14 +371,10 @@ private:
     unsigned attempt_ = 0;
     std::uint64_t creation_floor_ = 0; // the least token a created record starts at
 
-    lease_turns turns_; // fairness between contenders that release and re-acquire (advice only)
+    // Fairness between contenders that release and re-acquire (advice only). The bytes after it
+    // may sit in its tail padding (bytes per lease).
+    [[no_unique_address]] lease_turns turns_;
     after_wait next_after_wait_ = read_next;
-
-    attempt_record inflight_;
-    // An acquisition's claim whose outcome is unknown (on the heap: rare, and 80 bytes in every lease).
-    std::unique_ptr<attempt_record> pending_;
-    settlement_ledger<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
-
     // What this participant last knew of the record.
     enum class known_record : unsigned char { unknown, absent, present, released };
     known_record known_ = known_record::unknown;
@@ -386,6 +382,12 @@ private:
     // (see claim(): a refusal of it means someone else took the record in the meantime).
     enum class claim_kind : unsigned char { create, replace, replace_just_seen_released };
     claim_kind inflight_claim_ = claim_kind::create;
+
+    attempt_record inflight_;
+    // An acquisition's claim whose outcome is unknown (on the heap: rare, and 80 bytes in every lease).
+    std::unique_ptr<attempt_record> pending_;
+    settlement_ledger<attempt_record> own_doubts_; // this term's renewals and releases whose outcomes are unknown
+
     std::string known_version_;
     std::uint64_t max_token_seen_ = 0;
     std::uint64_t acquisition_ = 0; // acquisitions started, to tell this one's claims from earlier ones
