@@ -517,17 +517,36 @@ TEST_CASE("paged list: pages resume after the last key; a failed page is retried
     CHECK(retry.failures == 1);
 }
 
-TEST_CASE("paged list: a truncated page with no keys ends the listing; a failure that ends it keeps the pages and the diagnostics") {
+TEST_CASE("paged list: \"more follow\" on a page with no keys is a bad answer, not a loop; a failure keeps the pages and the diagnostics") {
     counting_retry retry;
     retry.max = 1;
     std::mt19937_64 rng(6);
+    // A store that says "more" and gives nothing cannot say where to resume: asking again would
+    // get the same page for ever, on the first page or a later one.
+    for (bool const later : {false, true}) {
+        CAPTURE(later);
+        baton::detail::paged_list<counting_retry, std::mt19937_64> hostile(retry, rng);
+        step s = hostile.start();
+        if (later) {
+            baton::list_page first;
+            first.entries = {{"p/a", "1"}};
+            first.truncated = true;
+            s = hostile.on_list({}, first);
+            REQUIRE(s.what == kind::list);
+        }
+        baton::list_page none;
+        none.truncated = true;
+        s = hostile.on_list({}, none);
+        CHECK(s.what == kind::done);
+        CHECK(s.ec == errc::invalid_response);
+        CHECK_FALSE(hostile.diag().message.empty());
+    }
     baton::detail::paged_list<counting_retry, std::mt19937_64> empty(retry, rng);
     (void)empty.start();
-    baton::list_page none;
-    none.truncated = true; // a store that says "more" and gives nothing cannot say where to resume
-    step s = empty.on_list({}, none);
+    step s = empty.on_list({}, baton::list_page{}); // an empty table: done, nothing listed
     CHECK(s.what == kind::done);
     CHECK(!s.ec);
+    CHECK(empty.entries().empty());
 
     baton::detail::paged_list<counting_retry, std::mt19937_64> m(retry, rng);
     (void)m.start();

@@ -845,7 +845,7 @@ private:
                     self->after_renew_io(gen, std::move(next));
                 }));
                 return;
-            case t::done: // lost: taken over, or the record vanished
+            case t::done: // lost (lease_machine::lose): taken over, deleted, unreadable, or past the deadline
                 deliver_loss(a.ec ? a.ec : error_code(errc::lease_lost));
                 return;
             case t::none:

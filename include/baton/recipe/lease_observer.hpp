@@ -147,10 +147,11 @@ struct lease_lost_event {
     std::string_view key;
     /// The token of the term that ended.
     std::uint64_t fencing_token = 0;
-    /// `errc::lease_lost`, or the store error that ended it.
+    /// `errc::lease_lost`.
     error_code cause;
     /// `renew deadline passed` (renewals kept failing), or `taken over (the record changed or vanished)`
-    /// (few and stable: `lease_metrics` counts losses by it).
+    /// (few and stable: `lease_metrics` counts losses by it); `the lease machine asked for a step its
+    /// driver cannot take` only where an assertion would have stopped a debug build.
     std::string_view reason;
     /// For a takeover, which: `the record changed`, `the record was deleted (...)` or `the record is
     /// no longer a lease record`; empty otherwise.

@@ -628,16 +628,13 @@ public:
             return boost::asio::async_initiate<decltype(tuple_awaitable) const&, void(error_code, Result)>(
                 [](auto handler, Start s) { s(std::move(handler)); }, tuple_awaitable, std::move(start));
         }
-        auto store_get(std::string const& key) {
-            return store_call<get_result>([this, &key](auto h) { backend.async_get(key, std::move(h)); });
-        }
         auto store_put(std::string const& key, std::string const& body, precondition const& pc) {
             return store_call<put_result>([this, &key, &body, &pc](auto h) { backend.async_put(key, body, pc, std::move(h)); });
         }
 
         // The machines the table runs, each on the one driver (machine_op) and awaited as a tuple.
         // A retried read stops between attempts once this worker is abandoned; a shard change is
-        // never stopped half-way, so nothing of it is left in doubt.
+        // never stopped half-way, so abandoning the worker leaves none of its writes in doubt.
         template <class Spec>
         auto run_machine(std::string const& key, Spec spec) {
             return boost::asio::async_compose<decltype(tuple_awaitable) const&, void(error_code, typename Spec::result_type)>(
@@ -716,12 +713,6 @@ public:
             auto [ec, l] = co_await run_machine(prefix, list_spec{});
             if (ec) last_diag = std::move(l.diag);
             co_return std::tuple{ec, std::move(l.entries)};
-        }
-
-        awaitable<void> pause(std::chrono::nanoseconds d) {
-            timer t(ex);
-            t.expires_at(clock.timer_expiry(d));
-            co_await t.async_wait(tuple_awaitable);
         }
 
         // One settled change of one shard record (shard_record.hpp): the outcome, and the record

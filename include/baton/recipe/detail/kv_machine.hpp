@@ -182,7 +182,7 @@ public:
         return write_over_current();
     }
 
-    // update, at a `compute` action: the current value (empty when the key is absent or erased)
+    // update, at a `compute` step: the current value (empty when the key is absent or erased)
     // and its version.
     std::optional<std::string> const& current() const noexcept { return current_value_; }
     std::uint64_t current_version() const noexcept { return current_live_ ? current_version_ : 0; }
@@ -192,7 +192,7 @@ public:
     bool written() const noexcept { return written_; }
     // On errc::fenced: the token the key had accepted, above the write's.
     std::uint64_t winning_token() const noexcept { return winning_; }
-    // update, at a `compute` action: the key's fence.
+    // update, at a `compute` step: the key's fence.
     std::uint64_t current_fence() const noexcept { return current_fence_; }
     // What to remember for this key after the call, if anything reliable is known.
     std::optional<kv_seen> const& last_seen() const noexcept { return seen_; }

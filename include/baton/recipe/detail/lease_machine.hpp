@@ -5,8 +5,8 @@
 // Layer: recipes, internal. The lease protocol as a sans-I/O state machine: acquire, renew and release.
 // It never touches a socket, a timer or a clock. The driver (basic_lease)
 // feeds it events with the participant's own monotonic time and carries out
-// the actions it returns: read the record, write it under a precondition,
-// wait, or finish. Tests drive it directly.
+// the steps (machine_step) it returns: read the record, write it under a
+// precondition, wait, finish, or none. Tests drive it directly.
 //
 // Safety argument (docs/design.md §3-4):
 // - a holder's lease is valid until t_send + ttl on its own clock, where
@@ -140,7 +140,7 @@ public:
     /// True while an acquisition's claim may have landed unseen (its outcome is unknown).
     bool claim_in_doubt() const noexcept { return pending_ != nullptr; }
     /// True when the last answer showed this acquisition's claim landed too late to act on, and
-    /// the action returned refreshes it (same token): finishing the claim, not a new one.
+    /// the step returned refreshes it (same token): finishing the claim, not a new one.
     bool refreshing_late_claim() const noexcept { return late_claim_; }
     /// True while the current acquisition's own claim may have landed unseen.
     bool claim_of_this_acquisition_in_doubt() const noexcept {

@@ -3,7 +3,7 @@
 #define BATON_RECIPE_DETAIL_LEASE_TURNS_HPP
 
 // Layer: recipes, internal. Fairness between participants that release the lease and want it
-// again (lease_options::yield_after; docs/design.md §5): turns. Advice, never safety: nothing
+// again (lease_options::yield_after; docs/design.md §8 and docs/fairness.md): turns. Advice, never safety: nothing
 // here decides whether a lease is held or lost, only when a claim is sent and what a record
 // states about its holder's turn.
 //

@@ -37,7 +37,7 @@ namespace baton::detail {
      using machine; using result_type;
      std::unique_ptr<machine> make(Host&, std::string const& key);
      result_type finish(Host&, std::string const& key, machine&, error_code);
-                                       the result, once the machine is done (null machine: refused by check)
+                                       the result, once the machine is done (not called when check refuses)
    and, optionally:
      error_code check(Host&, std::string const& key, result_type&);
                                        refuses bad arguments before anything is sent

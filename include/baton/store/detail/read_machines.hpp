@@ -6,8 +6,8 @@
 // driver can run: one record (`retried_get`), and every key under a prefix, page by page
 // (`paged_list`). A read changes nothing, so a failure is retried without settlement; only
 // failures the error model calls retryable are, and the policy's budget is shared with the
-// writes of the same object. `stop()` ends a read between attempts (its owner is going away):
-// it reports the last failure instead of waiting for the next attempt.
+// writes of the same object. `on_cancel()` at a wait ends a read between attempts (its owner
+// is going away): it reports the last failure instead of waiting for the next attempt.
 
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
@@ -111,9 +111,13 @@ public:
             return this->failed(ec);
         }
         this->succeeded();
+        if (page.truncated && page.entries.empty()) {
+            // "More follow" with no key to resume after: asking again would loop for ever.
+            diag_.message = "the store said more keys follow a page that held none";
+            return machine_step::done(errc::invalid_response);
+        }
         for (auto& e : page.entries) entries_.push_back(std::move(e));
-        // A truncated page that brought nothing cannot say where to resume: the listing ends.
-        if (!page.truncated || entries_.empty()) return machine_step::done();
+        if (!page.truncated) return machine_step::done();
         return again();
     }
 
