@@ -252,7 +252,7 @@ private:
                                                        std::forward<Self>(self));
                 }
             }
-            detail::send_put(st, std::move(key), a, std::forward<Self>(self));
+            st.backend.async_put(std::move(key), std::move(a.body), std::move(a.pc), std::forward<Self>(self));
         }
         static result_type result(machine const& m, error_code) {
             result_type r;

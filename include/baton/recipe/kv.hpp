@@ -379,10 +379,6 @@ private:
             if (m.current()) current = kv_entry{*m.current(), m.current_version(), m.current_fence()};
             return m.on_computed(fn(std::as_const(current)));
         }
-        template <class Self>
-        static void send(state& st, std::string key, detail::machine_step& a, machine&, Self&& self) {
-            detail::send_put(st, std::move(key), a, std::forward<Self>(self));
-        }
         static result_type result(machine const& m, error_code ec) {
             result_type r;
             r.version = ec ? 0 : m.version();

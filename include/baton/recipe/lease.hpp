@@ -749,7 +749,10 @@ private:
             case t::none:
                 return finish_acquire(errc::lease_lost);
             case t::list:
-            case t::compute: // the lease machine never asks to list or compute
+            case t::erase:
+            case t::probe:
+            case t::copy:
+            case t::compute: // the lease machine never asks to list, erase, probe, copy or compute
                 BOOST_ASSERT_MSG(false, "the lease machine asked for a step it never asks for");
                 return finish_acquire(errc::lease_lost);
             }
@@ -851,7 +854,10 @@ private:
             case t::none:
                 return;
             case t::list:
-            case t::compute: // the lease machine never asks to list or compute; were it to, the term ends
+            case t::erase:
+            case t::probe:
+            case t::copy:
+            case t::compute: // the lease machine never asks to list, erase, probe, copy or compute; were it to, the term ends
                 BOOST_ASSERT_MSG(false, "the lease machine asked for a step it never asks for");
                 m.end_term();
                 deliver_loss();
@@ -938,7 +944,10 @@ private:
             case t::none:
                 return finish_release(errc::lease_lost);
             case t::list:
-            case t::compute: // the lease machine never asks to list or compute
+            case t::erase:
+            case t::probe:
+            case t::copy:
+            case t::compute: // the lease machine never asks to list, erase, probe, copy or compute
                 BOOST_ASSERT_MSG(false, "the lease machine asked for a step it never asks for");
                 return finish_release(errc::lease_lost);
             }

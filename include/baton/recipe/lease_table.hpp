@@ -72,7 +72,7 @@
 #include <baton/core/retry.hpp>
 #include <baton/core/signer.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
-#include <baton/recipe/detail/machine_op.hpp>
+#include <baton/store/detail/machine_op.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
 #include <baton/recipe/detail/shard_record.hpp>
 #include <baton/recipe/detail/table_plan.hpp>

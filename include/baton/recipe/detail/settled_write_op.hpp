@@ -9,7 +9,7 @@
 #include <baton/core/detail/random.hpp>
 #include <baton/core/error.hpp>
 #include <baton/recipe/detail/envelope.hpp>
-#include <baton/recipe/detail/machine_op.hpp>
+#include <baton/store/detail/machine_op.hpp>
 #include <baton/recipe/write_observer.hpp>
 #include <baton/store/detail/settling_write.hpp>
 #include <baton/store/record_store.hpp>
@@ -60,7 +60,7 @@ struct recipe_state {
      std::unique_ptr<machine> make(State&, std::string const& key);
      machine_step compute(machine&)           answers a `compute` step (kv's update; optional);
      template <class Self> void send(State&, std::string key, machine_step&, machine&, Self&&)
-                                              sends a `write` step (a store hook, or async_put);
+                                              sends a `write` step (a store hook; optional: a conditional put otherwise);
      result_type result(machine const&, error_code);
      static constexpr std::string_view recipe; std::string_view operation() const;
      std::uint64_t token() const               name the call in the observer's write_event. */
@@ -88,6 +88,9 @@ struct settled_write_spec {
         return inner.compute(m);
     }
     template <class Self>
+        requires requires(Spec& s, State& st, machine_step& a, machine& m, Self&& self) {
+            s.send(st, std::string(), a, m, std::forward<Self>(self));
+        }
     void send(State& st, std::string key, machine_step& a, machine& m, Self&& self) {
         inner.send(st, std::move(key), a, m, std::forward<Self>(self));
     }
@@ -132,12 +135,6 @@ private:
 // One settled write, as an operation for `async_compose<Token, void(error_code, result_type)>`.
 template <class State, class Spec>
 using settled_write_op = machine_op<State, settled_write_spec<State, Spec>>;
-
-// The plain way to send a write step: a conditional put.
-template <class State, class Self>
-void send_put(State& st, std::string key, machine_step& a, Self&& self) {
-    st.backend.async_put(std::move(key), std::move(a.body), std::move(a.pc), std::forward<Self>(self));
-}
 
 } // namespace baton::detail
 
