@@ -1,9 +1,13 @@
 // Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
-// The settled-write machines (fenced, kv) and the retried reads driven directly, without I/O:
-// every step they ask for is answered by hand, so each rule is pinned to the step where it applies.
+// The settled-write machines (fenced, kv), the retried reads, election's leader reads and the
+// commit protocol's operations driven directly, without I/O: every step they ask for is answered
+// by hand, so each rule is pinned to the step where it applies.
 
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
+#include <baton/recipe/detail/leader_watch.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
+#include <baton/store/detail/commit_machines.hpp>
 #include <baton/store/detail/read_machines.hpp>
 #include <baton/store/detail/recent_writers.hpp>
 
@@ -561,4 +565,502 @@ TEST_CASE("paged list: \"more follow\" on a page with no keys is a bad answer, n
     CHECK(s.ec == errc::throttled);
     CHECK(m.entries().size() == 1);
     CHECK(m.diag().message == "slow down");
+}
+
+// ---- election's leader reads ----------------------------------------------------------------
+
+namespace {
+using namespace std::chrono_literals;
+using ns = std::chrono::nanoseconds;
+
+get_result leader_record(std::string owner, std::uint64_t token, std::string version, bool released = false) {
+    return found(std::move(version), baton::detail::encode_lease_body(owner, "addr", "n1", token, released, 2000ms));
+}
+} // namespace
+
+TEST_CASE("leader read: one read; a record unchanged across reads ages from the first answer to the latest sending") {
+    baton::detail::leader_sighting seen;
+    {
+        baton::detail::leader_read r(seen, 1.1);
+        step s = r.start(ns(1s));
+        CHECK(s.what == kind::read);
+        CHECK(s.key.empty()); // the election's own key
+        s = r.on_get({}, leader_record("a-1", 3, "v1"), ns(2s));
+        REQUIRE(s.what == kind::done);
+        CHECK(!s.ec);
+        REQUIRE(r.leader());
+        CHECK(r.leader()->owner == "a-1");
+        CHECK(r.leader()->fencing_token == 3);
+        CHECK(r.leader()->unchanged_for == ns(0)); // first seen now: sent before it was answered
+        CHECK(!r.leader()->expired);
+    }
+    baton::detail::leader_read again(seen, 1.1);
+    again.start(ns(4s));
+    step s = again.on_get({}, leader_record("a-1", 3, "v1"), ns(5s));
+    REQUIRE(s.what == kind::done);
+    CHECK(again.leader()->unchanged_for == ns(2s)); // answered at 2 s, this read sent at 4 s
+    CHECK(!again.leader()->expired);                // 2 s < 2 s x 1.1
+
+    baton::detail::leader_read late(seen, 1.1);
+    late.start(ns(2s + 2200ms));
+    late.on_get({}, leader_record("a-1", 3, "v1"), ns(9s));
+    CHECK(late.leader()->expired); // 2.2 s unchanged: ttl x skew
+
+    baton::detail::leader_read resigned(seen, 1.1);
+    resigned.start(ns(10s));
+    s = resigned.on_get({}, leader_record("a-1", 3, "v2", true), ns(10s));
+    CHECK(!s.ec);
+    CHECK(!resigned.leader()); // a released record: nobody leads
+
+    baton::detail::leader_read foreign(seen, 1.1);
+    foreign.start(ns(11s));
+    s = foreign.on_get({}, found("v3", "not a lease"), ns(11s));
+    CHECK(s.ec == errc::foreign_record);
+    CHECK(!foreign.leader());
+    CHECK(!foreign.diag().message.empty());
+}
+
+TEST_CASE("leader watch: polls until the leader differs; retryable failures wait, others end it; a stop aborts") {
+    baton::detail::leader_sighting seen;
+    baton::detail::leader_read first(seen, 1.1);
+    first.start(ns(0));
+    first.on_get({}, leader_record("a-1", 3, "v1"), ns(0));
+    auto known = first.leader();
+
+    baton::detail::leader_watch w(seen, 1.1, known, 500ms);
+    step s = w.start(ns(1s));
+    CHECK(s.what == kind::read);
+    s = w.on_get({}, leader_record("a-1", 3, "v1"), ns(1s));
+    REQUIRE(s.what == kind::wait); // the same leader
+    CHECK(s.delay == ns(500ms));
+    s = w.on_wait(ns(1500ms));
+    CHECK(s.what == kind::read);
+    s = w.on_get(errc::throttled, get_result{}, ns(1500ms));
+    CHECK(s.what == kind::wait); // retryable: the next poll tries again
+    s = w.on_wait(ns(2s));
+    s = w.on_get({}, leader_record("b-2", 4, "v2"), ns(2s));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(w.leader()->owner == "b-2");
+
+    baton::detail::leader_watch hard(seen, 1.1, known, 500ms);
+    hard.start(ns(3s));
+    s = hard.on_get(errc::auth_failed, get_result{}, ns(3s));
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::auth_failed);
+    CHECK(!hard.leader());
+
+    baton::detail::leader_watch stopped(seen, 1.1, known, 500ms);
+    stopped.start(ns(4s));
+    stopped.on_get({}, leader_record("b-2", 4, "v2"), ns(4s)); // read while the caller stops: not reported
+    s = stopped.on_cancel();
+    CHECK(s.ec == boost::asio::error::operation_aborted);
+    CHECK(!stopped.leader());
+
+    // Aging alone changes the leader: the same holder, now expired.
+    baton::detail::leader_sighting fresh;
+    baton::detail::leader_read prime(fresh, 1.1);
+    prime.start(ns(0));
+    prime.on_get({}, leader_record("a-1", 3, "v1"), ns(0));
+    baton::detail::leader_watch aging(fresh, 1.1, known, 500ms);
+    aging.start(ns(0) + 2200ms);
+    s = aging.on_get({}, leader_record("a-1", 3, "v1"), ns(3s));
+    REQUIRE(s.what == kind::done);
+    CHECK(aging.leader()->expired);
+}
+
+// ---- the commit protocol's operations ---------------------------------------------------------
+
+namespace {
+using store_id = baton::detail::machine_step::store_id;
+using baton::detail::commit_knowledge;
+
+commit_knowledge knowledge(bool probe = false) {
+    baton::commit_protocol_params p;
+    p.object_prefix = "_o/";
+    p.check_lock_store = probe;
+    return commit_knowledge(p, 11);
+}
+baton::capabilities honouring() {
+    baton::capabilities c;
+    c.conditional_create = c.conditional_replace = c.conditional_erase = true;
+    return c;
+}
+get_result pointer_to(std::string object, std::string const& body, std::string version) {
+    return found(std::move(version), baton::detail::encode_commit_pointer(baton::detail::commit_pointer{
+                                          false, std::move(object), body.size(), baton::detail::commit_sha256(body), {}}));
+}
+get_result tombstone(std::string nonce, std::string version) {
+    return found(std::move(version), baton::detail::encode_commit_pointer(baton::detail::commit_pointer{true, {}, 0, {}, std::move(nonce)}));
+}
+put_result written(std::string version) {
+    put_result r;
+    r.version = std::move(version);
+    return r;
+}
+} // namespace
+
+TEST_CASE("commit put: probe first, an object under a fresh name, then one conditional pointer write") {
+    auto k = knowledge(true);
+    baton::detail::commit_put_machine m(k, "key", "bytes", precondition::absent());
+    step s = m.start();
+    REQUIRE(s.what == kind::probe);
+    CHECK(s.where == store_id::records);
+    s = m.on_probe({}, honouring());
+    REQUIRE(s.what == kind::write);
+    CHECK(s.where == store_id::objects);
+    std::string const object = s.key;
+    CHECK(object.rfind("_o/key.baton-0000000000000000-", 0) == 0); // conditional on absence
+    CHECK(s.body == "bytes");
+    CHECK(s.pc.which() == precondition::kind::none);
+    s = m.on_put({}, written("o1"));
+    REQUIRE(s.what == kind::write);
+    CHECK(s.where == store_id::records);
+    CHECK(s.key == "key");
+    CHECK(s.pc.which() == precondition::kind::absent);
+    baton::detail::commit_pointer p;
+    baton::diagnostics d;
+    REQUIRE(!baton::detail::decode_commit_pointer(s.body, p, d));
+    CHECK(p.object == object);
+    CHECK(p.size == 5);
+    s = m.on_put({}, written("p1"));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(m.result().version == "p1");
+    CHECK(s.discard.empty());
+    CHECK(k.object_at("key", "p1") == object); // a later replace deletes it at once
+    CHECK(!k.needs_probe());
+}
+
+TEST_CASE("commit put: a lock store that ignores preconditions is refused before any byte is written") {
+    auto k = knowledge(true);
+    baton::detail::commit_put_machine m(k, "key", "bytes", precondition::none());
+    REQUIRE(m.start().what == kind::probe);
+    step s = m.on_probe({}, baton::capabilities{});
+    REQUIRE(s.what == kind::done);
+    CHECK(s.ec == errc::capability_missing);
+    CHECK(m.result().diag.message.find("ignores preconditions") != std::string::npos);
+}
+
+TEST_CASE("commit put: a refusal that names our own object is a success; a refusal by another deletes the object") {
+    auto k = knowledge();
+    {
+        baton::detail::commit_put_machine m(k, "key", "bytes", precondition::matches("p1"));
+        step s = m.start();
+        std::string const object = s.key;
+        s = m.on_put({}, written("o"));
+        REQUIRE(s.what == kind::write);
+        put_result refused;
+        refused.current = pointer_to(object, "bytes", "p2").found; // our duplicate landed
+        s = m.on_put(errc::precondition_failed, refused);
+        REQUIRE(s.what == kind::done);
+        CHECK(!s.ec);
+        CHECK(m.result().version == "p2");
+        CHECK(s.discard.empty());
+    }
+    {
+        baton::detail::commit_put_machine m(k, "key", "bytes", precondition::matches("p2"));
+        step s = m.start();
+        std::string const object = s.key;
+        s = m.on_put({}, written("o"));
+        s = m.on_put(errc::precondition_failed, put_result{}); // no current record sent: read it
+        REQUIRE(s.what == kind::read);
+        CHECK(s.where == store_id::records);
+        s = m.on_get({}, pointer_to("_o/other", "x", "p3"));
+        REQUIRE(s.what == kind::done);
+        CHECK(s.ec == errc::precondition_failed);
+        REQUIRE(s.discard.size() == 1);
+        CHECK(s.discard[0] == object);
+    }
+    {
+        // The refusal's read fails: unsure whether our own commit landed, so the object stays.
+        baton::detail::commit_put_machine m(k, "key", "bytes", precondition::matches("p3"));
+        m.start();
+        m.on_put({}, written("o"));
+        m.on_put(errc::precondition_failed, put_result{});
+        step s = m.on_get(errc::timeout, get_result{});
+        CHECK(s.ec == errc::unknown_outcome);
+        CHECK(s.discard.empty());
+    }
+}
+
+TEST_CASE("commit put: an error after the commit was sent keeps the object; a refusal before sending deletes it") {
+    auto k = knowledge();
+    baton::detail::commit_put_machine m(k, "key", "bytes", precondition::absent());
+    m.start();
+    m.on_put({}, written("o"));
+    step s = m.on_put(errc::timeout, put_result{});
+    CHECK(s.ec == errc::timeout);
+    CHECK(s.discard.empty()); // it may have landed: the key stays readable
+
+    baton::detail::commit_put_machine n(k, "key2", "bytes", precondition::absent());
+    std::string const object = n.start().key;
+    n.on_put({}, written("o"));
+    s = n.on_put(errc::auth_failed, put_result{});
+    CHECK(s.ec == errc::auth_failed);
+    REQUIRE(s.discard.size() == 1);
+    CHECK(s.discard[0] == object);
+
+    // Stopped before the object is sent: nothing to delete.
+    baton::detail::commit_put_machine early(k, "key4", "bytes", precondition::absent());
+    REQUIRE(early.start().what == kind::write);
+    s = early.on_cancel();
+    CHECK(s.ec == boost::asio::error::operation_aborted);
+    CHECK(s.discard.empty());
+
+    // Stopped between the object and the commit: the object can never be named.
+    baton::detail::commit_put_machine c(k, "key3", "bytes", precondition::absent());
+    std::string const third = c.start().key;
+    REQUIRE(c.on_put({}, written("o")).what == kind::write);
+    s = c.on_cancel();
+    CHECK(s.ec == boost::asio::error::operation_aborted);
+    REQUIRE(s.discard.size() == 1);
+    CHECK(s.discard[0] == third);
+}
+
+TEST_CASE("commit put: absent over a tombstone commits on the tombstone's version; none retries on what is there") {
+    auto k = knowledge();
+    baton::detail::commit_put_machine m(k, "key", "bytes", precondition::absent());
+    std::string const first = m.start().key;
+    m.on_put({}, written("o"));
+    put_result refused;
+    refused.current = tombstone("t1", "p5").found;
+    step s = m.on_put(errc::precondition_failed, refused);
+    REQUIRE(s.what == kind::write); // a second object, based on the tombstone
+    CHECK(s.where == store_id::objects);
+    CHECK(s.key != first);
+    s = m.on_put({}, written("o2"));
+    REQUIRE(s.what == kind::write);
+    CHECK(s.pc.which() == precondition::kind::matches);
+    CHECK(s.pc.version() == "p5");
+    s = m.on_put({}, written("p6"));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    REQUIRE(s.discard.size() == 1);
+    CHECK(s.discard[0] == first); // the first object, once the second is committed
+
+    baton::detail::commit_put_machine n(k, "key", "bytes", precondition::none());
+    s = n.start();
+    REQUIRE(s.what == kind::read); // none: read what is there, commit on exactly that
+    s = n.on_get({}, pointer_to("_o/old", "old", "p6"));
+    REQUIRE(s.what == kind::write);
+    std::string const o1 = s.key;
+    n.on_put({}, written("o"));
+    put_result lost;
+    lost.current = pointer_to("_o/theirs", "t", "p7").found;
+    s = n.on_put(errc::precondition_failed, lost);
+    REQUIRE(s.what == kind::write); // lost the race: a fresh object on the winner's version
+    REQUIRE(s.discard.size() == 1);
+    CHECK(s.discard[0] == o1);
+    n.on_put({}, written("o"));
+    s = n.on_put({}, written("p8"));
+    REQUIRE(s.what == kind::done);
+    REQUIRE(s.discard.size() == 1);
+    CHECK(s.discard[0] == "_o/theirs"); // the object the commit replaced
+}
+
+TEST_CASE("commit get: the pointer, then its object, checked; a vanished object reads the pointer again") {
+    auto k = knowledge();
+    baton::detail::commit_get_machine m(k, "key");
+    step s = m.start();
+    REQUIRE(s.what == kind::read);
+    CHECK(s.where == store_id::records);
+    s = m.on_get({}, pointer_to("_o/a", "hello", "p1"));
+    REQUIRE(s.what == kind::read);
+    CHECK(s.where == store_id::objects);
+    CHECK(s.key == "_o/a");
+    s = m.on_get({}, get_result{}); // replaced and deleted meanwhile
+    REQUIRE(s.what == kind::read);
+    CHECK(s.where == store_id::records);
+    s = m.on_get({}, pointer_to("_o/b", "world", "p2"));
+    s = m.on_get({}, found("o", "world"));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(m.result().found->body == "world");
+    CHECK(m.result().found->version == "p2");
+
+    baton::detail::commit_get_machine bad(k, "key");
+    bad.start();
+    bad.on_get({}, pointer_to("_o/b", "world", "p2"));
+    s = bad.on_get({}, found("o", "WORLD"));
+    CHECK(s.ec == errc::invalid_response); // changed outside baton: never returned
+
+    baton::detail::commit_get_machine erased(k, "key");
+    erased.start();
+    s = erased.on_get({}, tombstone("t", "p3"));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(!erased.result().found);
+}
+
+TEST_CASE("commit erase: a tombstone on the version read, then the erased object deleted before completing") {
+    auto k = knowledge();
+    baton::detail::commit_erase_machine m(k, "key", precondition::none());
+    step s = m.start();
+    REQUIRE(s.what == kind::read);
+    s = m.on_get({}, pointer_to("_o/a", "x", "p1"));
+    REQUIRE(s.what == kind::write);
+    CHECK(s.pc.version() == "p1");
+    baton::detail::commit_pointer p;
+    baton::diagnostics d;
+    REQUIRE(!baton::detail::decode_commit_pointer(s.body, p, d));
+    CHECK(p.erased);
+    std::string const nonce = p.nonce;
+    put_result refused; // our own tombstone had landed
+    refused.current = tombstone(nonce, "p2").found;
+    s = m.on_put(errc::precondition_failed, refused);
+    REQUIRE(s.what == kind::erase);
+    CHECK(s.where == store_id::objects);
+    CHECK(s.key == "_o/a");
+    s = m.on_erase(errc::timeout, baton::erase_result{});
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec); // the object is garbage either way
+
+    // Stopped before deleting the erased object: erased all the same, and the object goes without waiting.
+    baton::detail::commit_erase_machine stopped(k, "key", precondition::none());
+    stopped.start();
+    stopped.on_get({}, pointer_to("_o/b", "x", "p4"));
+    REQUIRE(stopped.on_put({}, written("p5")).what == kind::erase);
+    s = stopped.on_cancel();
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    REQUIRE(s.discard.size() == 1);
+    CHECK(s.discard[0] == "_o/b");
+
+    baton::detail::commit_erase_machine missing(k, "key", precondition::matches("p9"));
+    s = missing.start();
+    REQUIRE(s.what == kind::write);
+    s = missing.on_put(errc::precondition_failed, put_result{});
+    s = missing.on_get({}, tombstone("other", "p10"));
+    CHECK(s.ec == errc::not_found);
+}
+
+TEST_CASE("commit list, probe, copy and collect: each step addressed to its store") {
+    auto k = knowledge();
+    {
+        baton::detail::commit_list_machine m("k", "", 2);
+        step s = m.start();
+        REQUIRE(s.what == kind::list);
+        CHECK(s.key == "k");
+        baton::list_page page;
+        page.entries = {baton::list_entry{"k1", "p1"}, baton::list_entry{"k2", "p2"}};
+        page.truncated = true;
+        s = m.on_list({}, page);
+        CHECK(s.key == "k1");
+        s = m.on_get({}, tombstone("t", "p1"));
+        CHECK(s.key == "k2");
+        s = m.on_get({}, found("p2", "foreign"));
+        REQUIRE(s.what == kind::list); // only tombstones and foreign records: list on
+        CHECK(s.after == "k2");
+        page.entries = {baton::list_entry{"k3", "p3"}};
+        page.truncated = false;
+        m.on_list({}, page);
+        s = m.on_get({}, pointer_to("_o/x", "x", "p3"));
+        REQUIRE(s.what == kind::done);
+        REQUIRE(m.result().entries.size() == 1);
+        CHECK(m.result().entries[0].key == "k3");
+    }
+    {
+        baton::detail::commit_probe_machine m(k);
+        CHECK(m.start().what == kind::probe);
+        step s = m.on_probe({}, honouring());
+        REQUIRE(s.what == kind::write);
+        CHECK(s.where == store_id::objects);
+        std::string const body = s.body;
+        s = m.on_put({}, written("o"));
+        REQUIRE(s.what == kind::read);
+        s = m.on_get({}, found("o", "something else"));
+        REQUIRE(s.what == kind::done);
+        CHECK(s.ec == errc::invalid_response);
+        CHECK(!m.result().findings.empty());
+
+        // Stopped after its scratch object was written: deleted without waiting.
+        baton::detail::commit_probe_machine stopped(k);
+        stopped.start();
+        s = stopped.on_probe({}, honouring());
+        std::string const scratch = s.key;
+        stopped.on_put({}, written("o"));
+        s = stopped.on_cancel();
+        CHECK(s.ec == boost::asio::error::operation_aborted);
+        REQUIRE(s.discard.size() == 1);
+        CHECK(s.discard[0] == scratch);
+    }
+    {
+        // In the store: the source's pointer names an object the store copies; gone meanwhile, read again.
+        baton::detail::commit_copy_machine m(k, "from", "to", precondition::absent(), true);
+        step s = m.start();
+        REQUIRE(s.what == kind::read);
+        CHECK(s.key == "from");
+        s = m.on_get({}, pointer_to("_o/src1", "abc", "p1"));
+        REQUIRE(s.what == kind::copy);
+        CHECK(s.source == "_o/src1");
+        CHECK(s.where == store_id::objects);
+        s = m.on_put(errc::not_found, put_result{});
+        REQUIRE(s.what == kind::read);
+        CHECK(s.key == "from");
+        s = m.on_get({}, pointer_to("_o/src2", "abc", "p2"));
+        CHECK(s.source == "_o/src2");
+        s = m.on_put({}, written("o"));
+        REQUIRE(s.what == kind::write);
+        CHECK(s.key == "to");
+        s = m.on_put({}, written("p9"));
+        REQUIRE(s.what == kind::done);
+        CHECK(!s.ec);
+        CHECK(m.result().version == "p9");
+
+        // Through this process: the record is read, then written again.
+        baton::detail::commit_copy_machine r(k, "from", "to2", precondition::none(), false);
+        s = r.start();
+        REQUIRE(s.what == kind::read);
+        s = r.on_get({}, pointer_to("_o/src2", "abc", "p2"));
+        s = r.on_get({}, found("o", "abc"));
+        REQUIRE(s.what == kind::read); // the put's own read of `to` (none)
+        CHECK(s.key == "to2");
+        s = r.on_get({}, get_result{});
+        REQUIRE(s.what == kind::write);
+        CHECK(s.body == "abc");
+
+        // A record larger than the store takes is refused before anything is written.
+        auto small_k = [] {
+            baton::commit_protocol_params p;
+            p.object_prefix = "_o/";
+            p.check_lock_store = false;
+            p.max_body_bytes = 2;
+            return commit_knowledge(p, 12);
+        }();
+        baton::detail::commit_copy_machine big(small_k, "from", "to3", precondition::none(), false);
+        big.start();
+        big.on_get({}, pointer_to("_o/src2", "abc", "p2"));
+        s = big.on_get({}, found("o", "abc"));
+        CHECK(s.ec == errc::invalid_argument);
+
+        baton::detail::commit_copy_machine absent(k, "nothing", "to", precondition::none(), true);
+        absent.start();
+        s = absent.on_get({}, get_result{});
+        CHECK(s.ec == errc::not_found);
+    }
+    {
+        baton::detail::commit_collect_machine m(k, "key");
+        step s = m.start();
+        REQUIRE(s.what == kind::list);
+        CHECK(s.where == store_id::objects);
+        CHECK(s.key == "_o/key");
+        std::string const stale = baton::detail::commit_object_name("_o/", "key", baton::detail::commit_base_tag(std::string_view("p1")), "0123456789abcdef0123456789abcdef");
+        std::string const live = baton::detail::commit_object_name("_o/", "key", baton::detail::commit_base_tag(std::string_view("p2")), "fedcba9876543210fedcba9876543210");
+        baton::list_page page;
+        page.entries = {baton::list_entry{stale, "e1"}, baton::list_entry{"_o/not-ours", "e2"}, baton::list_entry{live, "e3"}};
+        s = m.on_list({}, page);
+        REQUIRE(s.what == kind::read);
+        CHECK(s.key == "key");
+        s = m.on_get({}, pointer_to(live, "x", "p3")); // p3 names the live object; the stale one's base is gone
+        REQUIRE(s.what == kind::erase);
+        CHECK(s.key == stale);
+        s = m.on_erase({}, baton::erase_result{});
+        REQUIRE(s.what == kind::read);
+        s = m.on_get({}, pointer_to(live, "x", "p3"));
+        REQUIRE(s.what == kind::done);
+        CHECK(m.result().scanned == 2);
+        CHECK(m.result().collected == 1);
+        CHECK(m.result().kept == 1);
+    }
 }

@@ -10,20 +10,25 @@
 */
 
 #include <baton/core/detail/default_token.hpp>
+#include <baton/recipe/detail/leader_watch.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
 #include <baton/recipe/lease.hpp>
+#include <baton/store/detail/machine_op.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/append.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/compose.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace baton {
 
@@ -55,7 +60,7 @@ public:
                    Clock clock = {}, Observer observer = {})
         : lease_(ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer), std::move(clock),
                  std::move(observer)),
-          watch_(std::make_shared<watch_state>(ex)) {}
+          watch_(std::make_shared<watch_state>(ex, lease_.backend(), lease_.clock(), lease_.options())) {}
 
     /** A candidate without validated options. Only for proving that the
         simulation checker catches unsafe settings; never use it otherwise.
@@ -64,7 +69,7 @@ public:
                    Signer signer = {}, Clock clock = {}, Observer observer = {})
         : lease_(detail::unchecked, ex, std::move(backend), std::move(opts), std::move(retry), std::move(signer),
                  std::move(clock), std::move(observer)),
-          watch_(std::make_shared<watch_state>(ex)) {}
+          watch_(std::make_shared<watch_state>(ex, lease_.backend(), lease_.clock(), lease_.options())) {}
 
     /// Stops watching and abandons leadership (see `basic_lease`).
     ~basic_election() {
@@ -108,19 +113,21 @@ public:
 
         Runs alongside `async_wait_for_change` and the lease's own operations,
         and any number at once. The handler runs on its associated executor.
+
+        @par Per-Operation Cancellation
+        Terminal: the read is abandoned; completes with `operation_aborted`.
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_leader(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
-            [](auto handler, lease_type* l, std::shared_ptr<watch_state> w) {
-                start_leader_read(leader_handler(std::move(handler)), l, std::move(w));
-            },
-            token, &lease_, watch_);
+            [](auto handler, std::shared_ptr<watch_state> w) { start_leader_read(leader_handler(std::move(handler)), std::move(w)); },
+            token, watch_);
     }
 
     /** Waits until the leader differs from `known` (another holder, another
         term, resigned, or expired: see `async_leader`), polling every `poll_interval`. Completion:
-        `void(error_code, std::optional<lease_info>)` with the new leader.
+        `void(error_code, std::optional<lease_info>)` with the new leader. One at a time:
+        a second while one is outstanding completes with `errc::operation_in_progress`.
 
         @par Per-Operation Cancellation
         All types: completes with `operation_aborted`.
@@ -128,8 +135,10 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_wait_for_change(std::optional<lease_info> known, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, std::optional<lease_info>)>(
-            [this](auto handler, std::optional<lease_info> k) { start_watch(std::move(handler), std::move(k)); }, token,
-            std::move(known));
+            [](auto handler, std::shared_ptr<watch_state> w, std::optional<lease_info> k) {
+                start_watch(leader_handler(std::move(handler)), std::move(w), std::move(k));
+            },
+            token, watch_, std::move(known));
     }
 
     /// True while this candidate leads (by its own clock, before the renew deadline).
@@ -140,97 +149,87 @@ public:
     lease_type& lease() noexcept { return lease_; }
 
 private:
-    using timer = boost::asio::basic_waitable_timer<typename Clock::timer_clock,
-                                                    boost::asio::wait_traits<typename Clock::timer_clock>,
-                                                    boost::asio::any_io_executor>;
-
+    // What election's reads run on (machine_op's host): a copy of the lease's store and clock,
+    // what every read of this object has seen, and the watch outstanding.
     struct watch_state {
-        explicit watch_state(boost::asio::any_io_executor ex) : t(std::move(ex)) {}
-        timer t;
-        detail::pending_op<void(error_code, std::optional<lease_info>)> op;
-        bool closed = false;
-        // The leader's record as this candidate's reads have seen it: which version, since when.
-        std::string seen_version;
-        std::chrono::nanoseconds seen_since{0};
+        using timer = boost::asio::basic_waitable_timer<typename Clock::timer_clock,
+                                                        boost::asio::wait_traits<typename Clock::timer_clock>,
+                                                        boost::asio::any_io_executor>;
+        watch_state(boost::asio::any_io_executor e, Backend b, Clock c, lease_options const& o)
+            : ex(std::move(e)), backend(std::move(b)), clock(std::move(c)), key(o.key), skew(o.max_clock_rate_skew),
+              poll(o.poll_interval) {}
 
-        // Ages `i` by how long its version is known unchanged: from the answer of the first read that
-        // showed it to the sending of this one (a late answer proves nothing about the time after the
-        // read reached the store, when a renewal may have landed).
-        void observe(lease_info& i, std::chrono::nanoseconds answered, std::chrono::nanoseconds sent, double skew) {
-            if (i.version != seen_version) {
-                seen_version = i.version;
-                seen_since = answered;
-            }
-            i.unchanged_for = std::max(std::chrono::nanoseconds(0), sent - seen_since);
-            i.expired = i.unchanged_for >= detail::lease_machine::takeover_window(i.ttl, skew);
-        }
+        boost::asio::any_io_executor ex;
+        Backend backend;
+        Clock clock;
+        std::string key;
+        double skew;
+        std::chrono::nanoseconds poll;
+        detail::leader_sighting seen;
+        // The watch outstanding: the caller's handler, and what stops its machine (the caller's
+        // cancellation, or the election's end), one signal per watch.
+        detail::pending_op<void(error_code, std::optional<lease_info>)> op;
+        std::shared_ptr<boost::asio::cancellation_signal> stop;
 
         void finish(error_code ec, std::optional<lease_info> info) {
             if (!op.busy()) return;
-            t.cancel();
-            op.complete(t.get_executor(), ec, std::move(info));
+            if (auto s = std::exchange(stop, nullptr)) s->emit(boost::asio::cancellation_type::terminal);
+            op.complete(ex, ec, std::move(info));
         }
-        void close() {
-            closed = true;
-            finish(boost::asio::error::operation_aborted, std::nullopt);
-        }
+        void close() { finish(boost::asio::error::operation_aborted, std::nullopt); }
     };
 
-    static bool same_leader(std::optional<lease_info> const& a, std::optional<lease_info> const& b) {
-        if (a.has_value() != b.has_value()) return false;
-        if (!a) return true;
-        return a->owner == b->owner && a->fencing_token == b->fencing_token && a->released == b->released &&
-               a->expired == b->expired;
-    }
+    template <class Machine>
+    struct read_spec {
+        using machine = Machine;
+        using result_type = std::optional<lease_info>;
+        static constexpr bool passes_store_aborts = true; // a read: the store's answer as it is
+        std::optional<lease_info> known;
+        std::unique_ptr<machine> make(watch_state& w, std::string const&) {
+            if constexpr (std::is_same_v<Machine, detail::leader_watch>)
+                return std::make_unique<machine>(w.seen, w.skew, std::move(known), w.poll);
+            else
+                return std::make_unique<machine>(w.seen, w.skew);
+        }
+        static result_type finish(watch_state&, std::string const&, machine& m, error_code) { return std::move(m.leader()); }
+    };
 
     using leader_handler = boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)>;
 
-    // Not a template: the caller's handler arrives type-erased, so the read is compiled once per election type.
-    static void start_leader_read(leader_handler handler, lease_type* l, std::shared_ptr<watch_state> w) {
-                auto ex = l->get_executor();
-        auto const sent = l->clock().now().time_since_epoch();
-        l->backend().async_get(
-            l->options().key,
-            boost::asio::bind_executor(ex, [h = std::move(handler), ex, w = std::move(w), clock = l->clock(), sent,
-                                            skew = l->options().max_clock_rate_skew](error_code ec,
-                                                                                     get_result r) mutable {
-                std::optional<lease_info> info;
-                if (!ec && r.found) {
-                    lease_info i;
-                    diagnostics d;
-                    ec = detail::lease_machine::describe(*r.found, i, d);
-                    if (!ec && !i.released) {
-                        w->observe(i, clock.now().time_since_epoch(), sent, skew);
-                        info = std::move(i);
-                    }
-                }
-                // post: the handler runs on its associated executor (a strand-bound one on its strand).
-                detail::post_completion(ex, std::move(h), ec, std::move(info));
-            }));
+    template <class Machine, class Handler>
+    static void run(std::shared_ptr<watch_state> w, read_spec<Machine> spec, Handler&& h) {
+        auto ex = w->ex;
+        std::string key = w->key;
+        boost::asio::async_compose<Handler, void(error_code, std::optional<lease_info>)>(
+            detail::machine_op<watch_state, read_spec<Machine>>(std::move(w), std::move(key), std::move(spec)), h, ex);
     }
 
-    void start_watch(leader_handler handler, std::optional<lease_info> known) {
-        auto w = watch_;
+    // Not templates: the caller's handler arrives type-erased, so each read compiles once per election type.
+    // The machine runs on the election's executor (it updates what this election has seen), with the
+    // caller's cancellation slot; the caller's handler then runs on its own.
+    static void start_leader_read(leader_handler handler, std::shared_ptr<watch_state> w) {
+        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        auto ex = w->ex;
+        run(std::move(w), read_spec<detail::leader_read>{},
+            boost::asio::bind_cancellation_slot(
+                slot, boost::asio::bind_executor(ex, [h = std::move(handler), ex](error_code ec, std::optional<lease_info> leader) mutable {
+                    detail::post_completion(ex, std::move(h), ec, std::move(leader));
+                })));
+    }
+
+    static void start_watch(leader_handler handler, std::shared_ptr<watch_state> w, std::optional<lease_info> known) {
         if (w->op.busy())
-            return detail::post_completion(w->t.get_executor(), std::move(handler), error_code(errc::operation_in_progress),
+            return detail::post_completion(w->ex, std::move(handler), error_code(errc::operation_in_progress),
                                            std::optional<lease_info>{});
-        auto const gen = w->op.start(std::move(handler), w->t.get_executor(), std::weak_ptr<watch_state>(w),
+        auto const gen = w->op.start(std::move(handler), w->ex, std::weak_ptr<watch_state>(w),
                                      [](watch_state& s) { s.finish(boost::asio::error::operation_aborted, std::nullopt); });
-        poll(std::move(known), gen);
-    }
-
-    void poll(std::optional<lease_info> known, std::uint64_t gen) {
-        auto w = watch_;
-        async_leader([this, w, known = std::move(known), gen](error_code ec, std::optional<lease_info> now) mutable {
-            if (w->closed || !w->op.current(gen)) return;
-            if (ec && !is_retryable(ec)) return w->finish(ec, std::nullopt);
-            if (!ec && !same_leader(known, now)) return w->finish({}, std::move(now));
-            w->t.expires_at(lease_.clock().timer_expiry(lease_.options().poll_interval));
-            w->t.async_wait([this, w, known = std::move(known), gen](error_code e) mutable {
-                if (e || w->closed || !w->op.current(gen)) return;
-                poll(std::move(known), gen);
-            });
-        });
+        auto stop = std::make_shared<boost::asio::cancellation_signal>();
+        w->stop = stop;
+        auto slot = stop->slot();
+        run(w, read_spec<detail::leader_watch>{std::move(known)},
+            boost::asio::bind_cancellation_slot(slot, [w, gen, stop](error_code ec, std::optional<lease_info> leader) {
+                if (w->op.current(gen)) w->finish(ec, std::move(leader));
+            }));
     }
 
     lease_type lease_;

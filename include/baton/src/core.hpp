@@ -40,6 +40,7 @@
 #include <baton/store/impl/recent_writers.ipp>
 #include <baton/store/impl/commit_pointer.ipp>
 #include <baton/store/impl/commit_protocol.ipp>
+#include <baton/store/impl/commit_machines.ipp>
 #include <baton/backend/impl/dynamodb_json.ipp>
 #include <baton/backend/impl/file_store.ipp>
 #include <baton/backend/impl/file.ipp>
@@ -51,6 +52,7 @@
 #include <baton/recipe/impl/lease_record.ipp>
 #include <baton/recipe/impl/lease_turns.ipp>
 #include <baton/recipe/impl/lease_machine.ipp>
+#include <baton/recipe/impl/leader_watch.ipp>
 #include <baton/recipe/impl/lease_metrics.ipp>
 #include <baton/recipe/impl/envelope.ipp>
 #include <baton/recipe/impl/fenced_machine.ipp>

@@ -2,8 +2,10 @@
 #ifndef BATON_STORE_IMPL_COMMIT_PROTOCOL_IPP
 #define BATON_STORE_IMPL_COMMIT_PROTOCOL_IPP
 
-// Layer: store, internal. The compiled part of store/commit_protocol.hpp: the settings' rules.
-#include <baton/store/commit_protocol.hpp>
+// Layer: store, internal. The compiled part of store/commit_protocol_params.hpp: the settings' rules.
+#include <baton/store/commit_protocol_params.hpp>
+
+#include <baton/core/detail/text.hpp>
 
 namespace baton {
 
