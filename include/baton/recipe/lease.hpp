@@ -20,6 +20,7 @@
 #include <baton/core/clock.hpp>
 #include <baton/core/detail/config.hpp>
 #include <baton/core/detail/default_token.hpp>
+#include <baton/core/detail/random.hpp>
 #include <baton/recipe/detail/lease_machine.hpp>
 #include <baton/recipe/detail/pending_op.hpp>
 #include <baton/core/detail/timer_queue.hpp>
@@ -335,7 +336,7 @@ private:
 
         impl(executor_type e, Backend b, lease_options o, RetryPolicy r, Signer s, Clock c, Observer obs)
             : backend(std::move(b)), retry(std::move(r)), signer(std::move(s)), clock(std::move(c)),
-              observer(std::move(obs)), m(o, seed_of(o), hooks()), timers(detail::timer_queues<timer_clock>::of(e)) {
+              observer(std::move(obs)), m(o, detail::seed_or_random(o.random_seed), hooks()), timers(detail::timer_queues<timer_clock>::of(e)) {
             detail::adopt_signer(backend, signer);
             timer_entry.owner = this;
             timer_entry.lock = [](void* c) -> std::shared_ptr<void> { return static_cast<impl*>(c)->weak_from_this().lock(); };
@@ -403,12 +404,6 @@ private:
         bool inspect_busy = false;
         bool firing = false; // in `on_timers`: the entry is rescheduled once, at the end
         bool closed = false;
-
-        static std::uint64_t seed_of(lease_options const& o) {
-            if (o.random_seed) return *o.random_seed;
-            std::random_device rd;
-            return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-        }
 
         // The machine calls back into this impl (it never moves: it lives in its shared_ptr).
         detail::lease_hooks hooks() {

@@ -29,6 +29,22 @@ namespace baton::detail {
 /// `bytes` random bytes from the kernel as 2 × `bytes` hex digits (`std::random_device` where getrandom is missing).
 BATON_DECL std::string kernel_random_hex(std::size_t bytes);
 
+/// A draw in [0, 1) from the top 53 bits of a 64-bit generator: the jitter of retries and waits.
+template <class Rng>
+double uniform01(Rng& rng) {
+    return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+/** The seed of a recipe's jitter and backoff: `seed` when given (reproducible simulations),
+    else 64 bits from `std::random_device` (timing only: names and nonces draw from
+    `seeded_generator`).
+*/
+inline std::uint64_t seed_or_random(std::optional<std::uint64_t> seed) {
+    if (seed) return *seed;
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
 /** The seed a new generator given the explicit seed `seed` starts from: `seed` itself for the
     first one of this process, a different one for each after it. Two handles drawing the same
     nonces could settle a write in doubt by the other's write, or write each other's names.

@@ -20,6 +20,7 @@
 //   (the store layer's settlement.hpp: which answers are ambiguous, the ledger).
 
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/random.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
 #include <baton/recipe/detail/lease_turns.hpp>
 #include <baton/core/error.hpp>
@@ -127,7 +128,7 @@ public:
     diagnostics const& last_diagnostics() const noexcept { return diag_.get(); }
     // A failure outside the protocol (a one-off read of the record) is still the last thing the store said.
     void note_failure(diagnostics d) { diag_ = std::move(d); }
-    double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+    double uniform() { return uniform01(rng_); }
 
     // ---- acquire -----------------------------------------------------------
     // `patience`: how long the caller waits at most (its timeout). A yield that would not fit in

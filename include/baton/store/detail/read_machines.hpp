@@ -9,6 +9,7 @@
 // writes of the same object. `on_cancel()` at a wait ends a read between attempts (its owner
 // is going away): it reports the last failure instead of waiting for the next attempt.
 
+#include <baton/core/detail/random.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/detail/machine_step.hpp>
@@ -52,7 +53,7 @@ protected:
     machine_step failed(error_code ec) {
         last_ = ec;
         if (!is_retryable(ec)) return machine_step::done(ec);
-        auto const d = retry_.on_failure(ec, attempt_, static_cast<double>(rng_() >> 11) * 0x1.0p-53);
+        auto const d = retry_.on_failure(ec, attempt_, uniform01(rng_));
         if (!d.retry) return machine_step::done(ec);
         ++attempt_;
         return machine_step::wait(d.delay);

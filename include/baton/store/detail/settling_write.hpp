@@ -8,6 +8,7 @@
 // was ambiguous or cancelled is read back before anything is retried or reported. The recipe's
 // machine decides what a record means; this base decides when to read, wait or give up.
 
+#include <baton/core/detail/random.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
 #include <baton/store/record_store.hpp>
@@ -134,7 +135,7 @@ protected:
     // A write (or the settling of one) succeeded after this many failed attempts.
     void succeeded() { retry_.on_success(attempts_ + 1); }
 
-    double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+    double uniform() { return uniform01(rng_); }
 
     Retry& retry_;
     Rng& rng_;
