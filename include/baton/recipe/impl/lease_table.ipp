@@ -2,9 +2,9 @@
 #ifndef BATON_RECIPE_IMPL_LEASE_TABLE_IPP
 #define BATON_RECIPE_IMPL_LEASE_TABLE_IPP
 
-// Layer: recipes, internal. The compiled part of recipe/lease_table.hpp: the options' worker
+// Layer: recipes, internal. The compiled part of recipe/lease_table_options.hpp: the options' worker
 // lease and rules, and the shard states' names.
-#include <baton/recipe/lease_table.hpp>
+#include <baton/recipe/lease_table_options.hpp>
 
 namespace baton {
 
