@@ -42,6 +42,7 @@
 #include <baton/store/impl/commit_protocol.ipp>
 #include <baton/store/impl/commit_machines.ipp>
 #include <baton/backend/impl/dynamodb_json.ipp>
+#include <baton/backend/impl/dynamodb_replies.ipp>
 #include <baton/backend/impl/file_store.ipp>
 #include <baton/backend/impl/file.ipp>
 #include <baton/backend/impl/memory.ipp>

@@ -235,6 +235,7 @@ BATON_DECL error_code parse_table_description(std::string_view body, table_ref t
 
 #ifndef BATON_SEPARATE_COMPILATION
 #include <baton/backend/impl/dynamodb_json.ipp>
+#include <baton/backend/impl/dynamodb_replies.ipp>
 #endif
 
 #endif
