@@ -19,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -693,7 +694,7 @@ get_result pointer_to(std::string object, std::string const& body, std::string v
 get_result tombstone(std::string nonce, std::string version) {
     return found(std::move(version), baton::detail::encode_commit_pointer(baton::detail::commit_pointer{true, {}, 0, {}, std::move(nonce)}));
 }
-put_result written(std::string version) {
+put_result put_answer(std::string version) {
     put_result r;
     r.version = std::move(version);
     return r;
@@ -713,7 +714,7 @@ TEST_CASE("commit put: probe first, an object under a fresh name, then one condi
     CHECK(object.rfind("_o/key.baton-0000000000000000-", 0) == 0); // conditional on absence
     CHECK(s.body == "bytes");
     CHECK(s.pc.which() == precondition::kind::none);
-    s = m.on_put({}, written("o1"));
+    s = m.on_put({}, put_answer("o1"));
     REQUIRE(s.what == kind::write);
     CHECK(s.where == store_id::records);
     CHECK(s.key == "key");
@@ -723,7 +724,7 @@ TEST_CASE("commit put: probe first, an object under a fresh name, then one condi
     REQUIRE(!baton::detail::decode_commit_pointer(s.body, p, d));
     CHECK(p.object == object);
     CHECK(p.size == 5);
-    s = m.on_put({}, written("p1"));
+    s = m.on_put({}, put_answer("p1"));
     REQUIRE(s.what == kind::done);
     CHECK(!s.ec);
     CHECK(m.result().version == "p1");
@@ -748,7 +749,7 @@ TEST_CASE("commit put: a refusal that names our own object is a success; a refus
         baton::detail::commit_put_machine m(k, "key", "bytes", precondition::matches("p1"));
         step s = m.start();
         std::string const object = s.key;
-        s = m.on_put({}, written("o"));
+        s = m.on_put({}, put_answer("o"));
         REQUIRE(s.what == kind::write);
         put_result refused;
         refused.current = pointer_to(object, "bytes", "p2").found; // our duplicate landed
@@ -762,7 +763,7 @@ TEST_CASE("commit put: a refusal that names our own object is a success; a refus
         baton::detail::commit_put_machine m(k, "key", "bytes", precondition::matches("p2"));
         step s = m.start();
         std::string const object = s.key;
-        s = m.on_put({}, written("o"));
+        s = m.on_put({}, put_answer("o"));
         s = m.on_put(errc::precondition_failed, put_result{}); // no current record sent: read it
         REQUIRE(s.what == kind::read);
         CHECK(s.where == store_id::records);
@@ -776,7 +777,7 @@ TEST_CASE("commit put: a refusal that names our own object is a success; a refus
         // The refusal's read fails: unsure whether our own commit landed, so the object stays.
         baton::detail::commit_put_machine m(k, "key", "bytes", precondition::matches("p3"));
         m.start();
-        m.on_put({}, written("o"));
+        m.on_put({}, put_answer("o"));
         m.on_put(errc::precondition_failed, put_result{});
         step s = m.on_get(errc::timeout, get_result{});
         CHECK(s.ec == errc::unknown_outcome);
@@ -788,14 +789,14 @@ TEST_CASE("commit put: an error after the commit was sent keeps the object; a re
     auto k = knowledge();
     baton::detail::commit_put_machine m(k, "key", "bytes", precondition::absent());
     m.start();
-    m.on_put({}, written("o"));
+    m.on_put({}, put_answer("o"));
     step s = m.on_put(errc::timeout, put_result{});
     CHECK(s.ec == errc::timeout);
     CHECK(s.discard.empty()); // it may have landed: the key stays readable
 
     baton::detail::commit_put_machine n(k, "key2", "bytes", precondition::absent());
     std::string const object = n.start().key;
-    n.on_put({}, written("o"));
+    n.on_put({}, put_answer("o"));
     s = n.on_put(errc::auth_failed, put_result{});
     CHECK(s.ec == errc::auth_failed);
     REQUIRE(s.discard.size() == 1);
@@ -811,7 +812,7 @@ TEST_CASE("commit put: an error after the commit was sent keeps the object; a re
     // Stopped between the object and the commit: the object can never be named.
     baton::detail::commit_put_machine c(k, "key3", "bytes", precondition::absent());
     std::string const third = c.start().key;
-    REQUIRE(c.on_put({}, written("o")).what == kind::write);
+    REQUIRE(c.on_put({}, put_answer("o")).what == kind::write);
     s = c.on_cancel();
     CHECK(s.ec == boost::asio::error::operation_aborted);
     REQUIRE(s.discard.size() == 1);
@@ -822,18 +823,18 @@ TEST_CASE("commit put: absent over a tombstone commits on the tombstone's versio
     auto k = knowledge();
     baton::detail::commit_put_machine m(k, "key", "bytes", precondition::absent());
     std::string const first = m.start().key;
-    m.on_put({}, written("o"));
+    m.on_put({}, put_answer("o"));
     put_result refused;
     refused.current = tombstone("t1", "p5").found;
     step s = m.on_put(errc::precondition_failed, refused);
     REQUIRE(s.what == kind::write); // a second object, based on the tombstone
     CHECK(s.where == store_id::objects);
     CHECK(s.key != first);
-    s = m.on_put({}, written("o2"));
+    s = m.on_put({}, put_answer("o2"));
     REQUIRE(s.what == kind::write);
     CHECK(s.pc.which() == precondition::kind::matches);
     CHECK(s.pc.version() == "p5");
-    s = m.on_put({}, written("p6"));
+    s = m.on_put({}, put_answer("p6"));
     REQUIRE(s.what == kind::done);
     CHECK(!s.ec);
     REQUIRE(s.discard.size() == 1);
@@ -845,15 +846,15 @@ TEST_CASE("commit put: absent over a tombstone commits on the tombstone's versio
     s = n.on_get({}, pointer_to("_o/old", "old", "p6"));
     REQUIRE(s.what == kind::write);
     std::string const o1 = s.key;
-    n.on_put({}, written("o"));
+    n.on_put({}, put_answer("o"));
     put_result lost;
     lost.current = pointer_to("_o/theirs", "t", "p7").found;
     s = n.on_put(errc::precondition_failed, lost);
     REQUIRE(s.what == kind::write); // lost the race: a fresh object on the winner's version
     REQUIRE(s.discard.size() == 1);
     CHECK(s.discard[0] == o1);
-    n.on_put({}, written("o"));
-    s = n.on_put({}, written("p8"));
+    n.on_put({}, put_answer("o"));
+    s = n.on_put({}, put_answer("p8"));
     REQUIRE(s.what == kind::done);
     REQUIRE(s.discard.size() == 1);
     CHECK(s.discard[0] == "_o/theirs"); // the object the commit replaced
@@ -920,7 +921,7 @@ TEST_CASE("commit erase: a tombstone on the version read, then the erased object
     baton::detail::commit_erase_machine stopped(k, "key", precondition::none());
     stopped.start();
     stopped.on_get({}, pointer_to("_o/b", "x", "p4"));
-    REQUIRE(stopped.on_put({}, written("p5")).what == kind::erase);
+    REQUIRE(stopped.on_put({}, put_answer("p5")).what == kind::erase);
     s = stopped.on_cancel();
     REQUIRE(s.what == kind::done);
     CHECK(!s.ec);
@@ -967,7 +968,7 @@ TEST_CASE("commit list, probe, copy and collect: each step addressed to its stor
         REQUIRE(s.what == kind::write);
         CHECK(s.where == store_id::objects);
         std::string const body = s.body;
-        s = m.on_put({}, written("o"));
+        s = m.on_put({}, put_answer("o"));
         REQUIRE(s.what == kind::read);
         s = m.on_get({}, found("o", "something else"));
         REQUIRE(s.what == kind::done);
@@ -979,7 +980,7 @@ TEST_CASE("commit list, probe, copy and collect: each step addressed to its stor
         stopped.start();
         s = stopped.on_probe({}, honouring());
         std::string const scratch = s.key;
-        stopped.on_put({}, written("o"));
+        stopped.on_put({}, put_answer("o"));
         s = stopped.on_cancel();
         CHECK(s.ec == boost::asio::error::operation_aborted);
         REQUIRE(s.discard.size() == 1);
@@ -1000,10 +1001,10 @@ TEST_CASE("commit list, probe, copy and collect: each step addressed to its stor
         CHECK(s.key == "from");
         s = m.on_get({}, pointer_to("_o/src2", "abc", "p2"));
         CHECK(s.source == "_o/src2");
-        s = m.on_put({}, written("o"));
+        s = m.on_put({}, put_answer("o"));
         REQUIRE(s.what == kind::write);
         CHECK(s.key == "to");
-        s = m.on_put({}, written("p9"));
+        s = m.on_put({}, put_answer("p9"));
         REQUIRE(s.what == kind::done);
         CHECK(!s.ec);
         CHECK(m.result().version == "p9");
@@ -1063,4 +1064,56 @@ TEST_CASE("commit list, probe, copy and collect: each step addressed to its stor
         CHECK(m.result().collected == 1);
         CHECK(m.result().kept == 1);
     }
+}
+
+TEST_CASE("listed reads: one page of keys, each read in turn; a deleted key is skipped; accept may end the page") {
+    struct keep {
+        std::vector<std::string> seen;
+        error_code operator()(record& r, baton::diagnostics& d) {
+            if (r.body == "foreign") {
+                d.message = "not ours: " + r.key;
+                return errc::foreign_record;
+            }
+            seen.push_back(r.key + "=" + r.body);
+            return {};
+        }
+    };
+    baton::detail::listed_reads<keep> m("a", 3, keep{});
+    step s = m.start();
+    REQUIRE(s.what == kind::list);
+    CHECK(s.after == "a");
+    CHECK(s.limit == 3);
+    baton::list_page page;
+    page.entries = {baton::list_entry{"b", "1"}, baton::list_entry{"c", "2"}, baton::list_entry{"d", "3"}};
+    page.truncated = true;
+    s = m.on_list({}, page);
+    REQUIRE(s.what == kind::read);
+    CHECK(s.key == "b");
+    s = m.on_get({}, found("1", "x"));
+    CHECK(s.key == "c");
+    s = m.on_get({}, get_result{}); // deleted since the listing
+    CHECK(s.key == "d");
+    s = m.on_get({}, found("3", "y"));
+    REQUIRE(s.what == kind::done);
+    CHECK(!s.ec);
+    CHECK(m.accepted().seen == std::vector<std::string>{"b=x", "d=y"});
+    CHECK(m.truncated());
+    CHECK(m.next_after() == "d");
+
+    baton::detail::listed_reads<keep> bad("", 10, keep{});
+    bad.start();
+    page.entries = {baton::list_entry{"e", "1"}};
+    bad.on_list({}, page);
+    s = bad.on_get({}, found("1", "foreign"));
+    CHECK(s.ec == errc::foreign_record);
+    CHECK(bad.diag().message == "not ours: e");
+
+    baton::detail::listed_reads<keep> failed("", 10, keep{});
+    failed.start();
+    baton::list_page refused;
+    refused.diag.message = "throttled";
+    s = failed.on_list(errc::throttled, refused);
+    CHECK(s.ec == errc::throttled);
+    CHECK(!failed.listed());
+    CHECK(failed.diag().message == "throttled");
 }

@@ -28,6 +28,7 @@
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
+#include <baton/store/detail/read_machines.hpp>
 #include <baton/recipe/write_observer.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
@@ -214,7 +215,7 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_read(std::string key, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, std::optional<fenced_value>)>(
-            read_op{st_, std::move(key)}, std::forward<Token>(tok), st_->ex);
+            detail::machine_op<state, read_spec>(st_, std::move(key), read_spec{}), std::forward<Token>(tok), st_->ex);
     }
 
     /// Forgets the cached version of `key` (the next write reads first).
@@ -262,31 +263,28 @@ private:
         }
     };
 
-    struct read_op {
-        std::shared_ptr<state> st;
-        std::string key;
-
-        template <class Self>
-        void operator()(Self& self) {
-            std::string k = key; // `self` holds this op
-            auto& backend = st->backend;
-            backend.async_get(std::move(k), std::move(self));
-        }
-        template <class Self>
-        void operator()(Self& self, error_code ec, get_result r) {
-            if (ec) return self.complete(ec, std::optional<fenced_value>{});
+    // A read on the one driver: the record as the store answers it, decoded here.
+    struct read_spec {
+        using machine = detail::one_read;
+        using result_type = std::optional<fenced_value>;
+        static constexpr bool passes_store_aborts = true; // a read: the store's answer as it is
+        static std::unique_ptr<machine> make(state&, std::string const&) { return std::make_unique<machine>(); }
+        static result_type finish(state& st, std::string const& key, machine& m, error_code& ec) {
+            auto& r = m.result();
+            if (ec) return std::nullopt;
             if (!r.found) {
-                st->versions.forget(key);
-                return self.complete(error_code{}, std::optional<fenced_value>{});
+                st.versions.forget(key);
+                return std::nullopt;
             }
             detail::fenced_body b;
             diagnostics d;
             if (auto dec = detail::decode_fenced(r.found->body, b, d)) {
-                st->versions.forget(key);
-                return self.complete(dec, std::optional<fenced_value>{});
+                st.versions.forget(key);
+                ec = dec;
+                return std::nullopt;
             }
-            st->versions.remember(key, detail::fenced_seen{r.found->version, b.token, b.nonce, b.recent, b.format});
-            self.complete(error_code{}, std::optional<fenced_value>(fenced_value{std::move(b.value), b.token, r.found->version}));
+            st.versions.remember(key, detail::fenced_seen{r.found->version, b.token, b.nonce, b.recent, b.format});
+            return fenced_value{std::move(b.value), b.token, r.found->version};
         }
     };
 

@@ -39,6 +39,7 @@
 #include <baton/recipe/detail/envelope.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
 #include <baton/recipe/detail/settled_write_op.hpp>
+#include <baton/store/detail/read_machines.hpp>
 #include <baton/recipe/write_observer.hpp>
 #include <baton/core/error.hpp>
 #include <baton/core/retry.hpp>
@@ -226,7 +227,7 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_get(std::string key, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, std::optional<kv_entry>)>(
-            get_op{st_, std::move(key)}, std::forward<Token>(tok), st_->ex);
+            detail::machine_op<state, get_spec>(st_, std::move(key), get_spec{}), std::forward<Token>(tok), st_->ex);
     }
 
     /** Writes `value` to `key` if `cond` holds.
@@ -315,7 +316,8 @@ public:
     template <class Token = detail::default_token_t<executor_type>>
     auto async_list(std::string prefix, std::string after = {}, std::size_t limit = 1000, Token&& tok = {}) {
         return detail::async_compose_erased<void(error_code, kv_list_page)>(
-            list_op{st_, std::move(prefix), std::move(after), limit, {}, {}, 0}, std::forward<Token>(tok), st_->ex);
+            detail::machine_op<state, list_spec>(st_, std::move(prefix), list_spec{std::move(after), limit}),
+            std::forward<Token>(tok), st_->ex);
     }
 
     /// Forgets the cached version of `key` (the next conditional write reads first).
@@ -401,92 +403,67 @@ private:
         return {};
     }
 
-    struct get_op {
-        std::shared_ptr<state> st;
-        std::string key;
-
-        template <class Self>
-        void operator()(Self& self) {
-            std::string k = key; // `self` holds this op
-            auto& backend = st->backend;
-            backend.async_get(std::move(k), std::move(self));
-        }
-        template <class Self>
-        void operator()(Self& self, error_code ec, get_result r) {
+    // Reads on the one driver: records as the store answers them, decoded here.
+    struct get_spec {
+        using machine = detail::one_read;
+        using result_type = std::optional<kv_entry>;
+        static constexpr bool passes_store_aborts = true; // a read: the store's answer as it is
+        static std::unique_ptr<machine> make(state&, std::string const&) { return std::make_unique<machine>(); }
+        static result_type finish(state& st, std::string const& key, machine& m, error_code& ec) {
+            auto& r = m.result();
             std::optional<kv_entry> out;
-            if (ec) return self.complete(ec, std::move(out));
+            if (ec) return out;
             if (!r.found) {
-                st->versions.forget(key);
-                return self.complete(error_code{}, std::move(out));
+                st.versions.forget(key);
+                return out;
             }
-            r.found->key = key;
             detail::kv_seen seen;
             diagnostics d;
             if (auto dec = decode(*r.found, out, seen, d)) {
-                st->versions.forget(key);
-                return self.complete(dec, std::optional<kv_entry>{});
+                st.versions.forget(key);
+                ec = dec;
+                return std::nullopt;
             }
-            st->versions.remember(key, seen);
-            self.complete(error_code{}, std::move(out));
+            st.versions.remember(key, seen);
+            return out;
         }
     };
 
-    struct list_op {
-        std::shared_ptr<state> st;
-        std::string prefix;
+    // Each listed record decoded as it arrives; one this recipe did not write ends the page.
+    struct list_accept {
+        state* st; // the driver's host: it outlives the machine
+        std::vector<kv_list_entry> entries;
+        error_code operator()(record& r, diagnostics& diag) {
+            std::optional<kv_entry> e;
+            detail::kv_seen seen;
+            diagnostics d;
+            if (auto dec = decode(r, e, seen, d)) {
+                diag = std::move(d);
+                return dec;
+            }
+            st->versions.remember(r.key, seen);
+            if (e) entries.push_back(kv_list_entry{r.key, std::move(*e)});
+            return {};
+        }
+    };
+    struct list_spec {
+        using machine = detail::listed_reads<list_accept>;
+        using result_type = kv_list_page;
+        static constexpr bool passes_store_aborts = true; // reads: the store's answers as they are
         std::string after;
         std::size_t limit;
-        std::vector<list_entry> keys;
-        kv_list_page page;
-        std::size_t next; // index in `keys` of the read in flight
-
-        template <class Self>
-        void operator()(Self& self) {
-            std::string p = prefix, a = after; // `self` holds this op
-            auto& backend = st->backend;
-            backend.async_list(std::move(p), std::move(a), limit, std::move(self));
+        std::unique_ptr<machine> make(state& st, std::string const&) {
+            return std::make_unique<machine>(std::move(after), limit, list_accept{&st, {}});
         }
-        template <class Self>
-        void operator()(Self& self, error_code ec, list_page r) {
-            if (ec) {
-                page.diag = std::move(r.diag);
-                return self.complete(ec, std::move(page));
+        static result_type finish(state&, std::string const&, machine& m, error_code ec) {
+            kv_list_page page;
+            if (m.listed()) {
+                page.truncated = m.truncated();
+                page.next_after = m.next_after();
             }
-            keys = std::move(r.entries);
-            page.truncated = r.truncated;
-            page.next_after = keys.empty() ? after : keys.back().key;
-            next = 0;
-            read_next(self);
-        }
-        template <class Self>
-        void operator()(Self& self, error_code ec, get_result r) {
-            if (ec) {
-                page.entries.clear();
-                page.diag = std::move(r.diag);
-                return self.complete(ec, std::move(page));
-            }
-            if (r.found) { // absent: erased by a raw delete since the listing; skip it
-                r.found->key = keys[next].key;
-                std::optional<kv_entry> e;
-                detail::kv_seen seen;
-                diagnostics d;
-                if (auto dec = decode(*r.found, e, seen, d)) {
-                    page.entries.clear();
-                    page.diag = std::move(d);
-                    return self.complete(dec, std::move(page));
-                }
-                st->versions.remember(keys[next].key, seen);
-                if (e) page.entries.push_back(kv_list_entry{keys[next].key, std::move(*e)});
-            }
-            ++next;
-            read_next(self);
-        }
-        template <class Self>
-        void read_next(Self& self) {
-            if (next >= keys.size()) return self.complete(error_code{}, std::move(page));
-            std::string k = keys[next].key;
-            auto& backend = st->backend;
-            backend.async_get(std::move(k), std::move(self));
+            if (ec) page.diag = std::move(m.diag());
+            else page.entries = std::move(m.accepted().entries);
+            return page;
         }
     };
 

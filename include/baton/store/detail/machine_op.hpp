@@ -54,7 +54,8 @@ struct timer_of<Host> {
      using machine; using result_type;
      std::unique_ptr<machine> make(Host&, std::string const& key);
      result_type finish(Host&, std::string const& key, machine&, error_code);
-                                       the result, once the machine is done (not called when check refuses)
+                                       the result, once the machine is done (not called when check refuses);
+                                       taking the error_code by reference, it may change it
    and, optionally:
      error_code check(Host&, std::string const& key, result_type&);
                                        refuses bad arguments before anything is sent
@@ -281,10 +282,11 @@ private:
         case t::done:
             break;
         }
-        result_type res = spec.finish(*host, key, *m, a.ec);
+        error_code ec = a.ec; // finish may judge what was read (a record the caller cannot read)
+        result_type res = spec.finish(*host, key, *m, ec);
         m.reset();
         if constexpr (has_timer) timer.reset();
-        complete(self, a.ec, std::move(res));
+        complete(self, ec, std::move(res));
     }
 
     // Runs `f` on the store a step addresses.

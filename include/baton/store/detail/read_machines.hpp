@@ -2,9 +2,10 @@
 #ifndef BATON_STORE_DETAIL_READ_MACHINES_HPP
 #define BATON_STORE_DETAIL_READ_MACHINES_HPP
 
-// Layer: store, internal. Reads retried per the RetryPolicy, as sans-I/O machines any recipe's
-// driver can run: one record (`retried_get`), and every key under a prefix, page by page
-// (`paged_list`). A read changes nothing, so a failure is retried without settlement; only
+// Layer: store, internal. Reads as sans-I/O machines any recipe's driver can run. Plain, as the
+// store answers (a recipe's reads, whose callers retry): one record (`one_read`), and one page
+// of keys with each record read (`listed_reads`). Retried per the RetryPolicy: one record
+// (`retried_get`), and every key under a prefix, page by page (`paged_list`). A read changes nothing, so a failure is retried without settlement; only
 // failures the error model calls retryable are, and the policy's budget is shared with the
 // writes of the same object. `on_cancel()` at a wait ends a read between attempts (its owner
 // is going away): it reports the last failure instead of waiting for the next attempt.
@@ -23,6 +24,83 @@
 #include <vector>
 
 namespace baton::detail {
+
+// One read of the call's key, answered as the store answered.
+class one_read {
+public:
+    machine_step start() { return machine_step::read(); }
+    machine_step on_get(error_code ec, get_result r) {
+        result_ = std::move(r);
+        return machine_step::done(ec);
+    }
+    // Never asked for (a read is not stopped before it is sent); there for the driver.
+    machine_step on_cancel() { return machine_step::done(boost::asio::error::operation_aborted); }
+    get_result& result() noexcept { return result_; }
+
+private:
+    get_result result_;
+};
+
+// One page of the keys under the call's key (a prefix), after `after`, at most `limit`; then each
+// key read in turn and its record handed to `accept` (a key deleted since the listing is
+// skipped). `accept(record&, diagnostics&)` may end the page with an error, such as a record
+// the recipe cannot read. No retry: the first failure ends it.
+template <class Accept>
+class listed_reads {
+public:
+    listed_reads(std::string after, std::size_t limit, Accept accept)
+        : after_(std::move(after)), limit_(limit), accept_(std::move(accept)) {}
+
+    machine_step start() { return machine_step::list(after_, limit_); }
+    machine_step on_list(error_code ec, list_page p) {
+        if (ec) {
+            diag_ = std::move(p.diag);
+            return machine_step::done(ec);
+        }
+        keys_ = std::move(p.entries);
+        truncated_ = p.truncated;
+        listed_ = true;
+        if (!keys_.empty()) after_ = keys_.back().key;
+        return read_next();
+    }
+    machine_step on_get(error_code ec, get_result r) {
+        if (ec) {
+            diag_ = std::move(r.diag);
+            return machine_step::done(ec);
+        }
+        if (r.found) {
+            r.found->key = keys_[next_].key;
+            if (auto bad = accept_(*r.found, diag_)) return machine_step::done(bad);
+        }
+        ++next_;
+        return read_next();
+    }
+    // Never asked for (reads are not stopped before they are sent); there for the driver.
+    machine_step on_cancel() { return machine_step::done(boost::asio::error::operation_aborted); }
+
+    Accept& accepted() noexcept { return accept_; }
+    // Where the next page starts: the last key listed (the `after` given when none was).
+    std::string const& next_after() const noexcept { return after_; }
+    bool truncated() const noexcept { return truncated_; }
+    // True once the page of keys came back (a failure after it came from a read or from `accept`).
+    bool listed() const noexcept { return listed_; }
+    diagnostics& diag() noexcept { return diag_; }
+
+private:
+    machine_step read_next() {
+        if (next_ >= keys_.size()) return machine_step::done();
+        return machine_step::read().at(machine_step::store_id::records, keys_[next_].key);
+    }
+
+    std::string after_;
+    std::size_t limit_;
+    Accept accept_;
+    std::vector<list_entry> keys_;
+    bool truncated_ = false;
+    bool listed_ = false;
+    std::size_t next_ = 0;
+    diagnostics diag_;
+};
 
 // The retry-policy half both reads share. `Derived` provides `machine_step again()`, the
 // attempt after a pause. `Retry` is held by reference (copies share its budget); `Rng` draws
