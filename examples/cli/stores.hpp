@@ -1,0 +1,106 @@
+// Part of the baton command-line tool (examples/cli/main.cpp). The stores: what messages name, errors worth a line, credentials, endpoints and region.
+#ifndef BATON_CLI_STORES_HPP
+#define BATON_CLI_STORES_HPP
+
+#include "args.hpp"
+
+namespace baton_cli {
+
+// ---- stores ----------------------------------------------------------------
+
+// What messages about the store name: the container, where it is, and whose credentials were used.
+struct store_context {
+    std::string url;       // the --store URL
+    std::string container; // "bucket 'b'", "table 't'", "directory '/d'"
+    std::string location;  // " at https://host:443 (endpoint from AWS_ENDPOINT_URL_S3)"; empty for local stores
+    std::string identity;  // the credentials' key id, never the secret; empty for local stores
+    std::string addressing; // s3: "path-style" or "virtual-hosted"
+};
+
+// Prints one line for a failed store operation and returns the exit status it deserves.
+// Problems that waiting cannot fix (a missing bucket or table, refused credentials, a store that
+// ignores preconditions) are configuration errors, exit 64; anything else exits `otherwise`.
+int report_store_error(store_context const& s, std::string const& doing, baton::error_code ec,
+                       baton::diagnostics const& d, int otherwise) {
+    std::string const said = d.empty() ? ec.message() : d.to_string();
+    std::string line;
+    int code = exit_usage;
+    if (ec == baton::errc::not_found) {
+        line = doing + ": " + s.container + " does not exist" + s.location + " (" + said +
+               "); create it, or check --store, --endpoint and --region";
+    } else if (ec == baton::errc::auth_failed) {
+        line = doing + ": the store" + s.location + " refused the credentials (" + s.identity + "): " + said +
+               "; check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and --region";
+    } else if (ec == baton::errc::capability_missing) {
+        line = doing + ": " + s.container + s.location + " cannot hold leases safely: " +
+               (d.message.empty() ? ec.message() : d.message) + " ('baton probe --store " + s.url +
+               "' shows what it honours)";
+    } else {
+        line = doing + ": " + ec.message() + (d.empty() ? std::string() : ": " + d.to_string());
+        code = otherwise;
+    }
+    std::fprintf(stderr, "baton: %s\n", line.c_str());
+    return code;
+}
+
+// The credentials that sign requests to AWS stores, from the SDKs' default chain
+// (environment, web identity, profile files, container, instance metadata). Fetched
+// once up front so that "no credentials" is one clear line before anything starts;
+// the backend then keeps them fresh through the provider.
+struct loaded_credentials {
+    baton::aws::credentials_provider provider;
+    baton::aws::credentials first; // what the first fetch gave, for messages (redacted there)
+};
+
+loaded_credentials load_credentials(asio::io_context& ioc) {
+    auto provider = baton::aws::default_chain(ioc.get_executor());
+    std::optional<std::pair<baton::error_code, baton::aws::fetched_credentials>> got;
+    provider.async_get([&](baton::error_code ec, baton::aws::fetched_credentials fc) { got.emplace(ec, std::move(fc)); });
+    while (!got) ioc.run_one();
+    ioc.restart(); // running out of work stopped it; the store's operations run on it next
+    auto& [ec, fc] = *got;
+    if (ec) die(exit_usage, fc.diag.message.empty() ? "no AWS credentials: " + ec.message() : fc.diag.message);
+    return {std::move(provider), *fc.value};
+}
+
+// The endpoint an AWS store uses: --endpoint, else the environment (AWS_ENDPOINT_URL_<SERVICE>,
+// AWS_ENDPOINT_URL), else none (the backend's AWS default). `source` says which, for messages.
+struct endpoint_choice {
+    std::string url;
+    std::string source;
+};
+
+endpoint_choice choose_endpoint(options const& o, std::string_view service_id) {
+    baton::diagnostics d;
+    if (!o.endpoint.empty()) {
+        if (!baton::http::parse_endpoint(o.endpoint, d)) die(exit_usage, "--endpoint: " + d.message);
+        return {o.endpoint, "--endpoint"};
+    }
+    auto configured = baton::aws::resolve_endpoint_url(service_id, d);
+    if (!configured) die(exit_usage, d.message);
+    if (*configured) return {(*configured)->url, (*configured)->source};
+    return {};
+}
+
+// --region, else AWS_REGION (the SDKs' variable), else AWS_DEFAULT_REGION (the CLI's), else the
+// profile's `region`; may be empty. Broken shared files are one clear line, not a silent default.
+std::string choose_region(options const& o) {
+    if (!o.region.empty()) return o.region;
+    baton::diagnostics d;
+    baton::aws::shared_config config;
+    if (baton::aws::load_shared_config(config, d)) die(exit_usage, d.message);
+    d = {};
+    auto region = baton::aws::resolve_region(config, baton::aws::choose_profile(), d);
+    return region ? region->name : std::string();
+}
+
+// " at ORIGIN (endpoint from SOURCE)": where requests go, for messages and the probe report.
+std::string describe_location(baton::http::endpoint const& ep, endpoint_choice const& chosen,
+                              std::string const& region) {
+    return " at " + ep.origin() + " (endpoint " +
+           (chosen.source.empty() ? "of AWS in " + region : "from " + chosen.source) + ")";
+}
+
+} // namespace baton_cli
+
+#endif
