@@ -233,7 +233,9 @@ private:
         }
         if (a.what != t::done) went_async = true;
         asked = std::move(a.key);
-        std::string k = asked.empty() ? key : asked; // `self` holds this op: copy what the call needs before moving it
+        // `self` holds this op: copy the key a request needs before moving it (waits and the end need none).
+        bool const keyed = a.what == t::read || a.what == t::write || a.what == t::erase || a.what == t::list || a.what == t::copy;
+        std::string k = keyed ? (asked.empty() ? key : asked) : std::string();
         bool const on_objects = a.where == machine_step::store_id::objects;
         switch (a.what) {
         case t::read:
