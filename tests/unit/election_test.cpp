@@ -13,7 +13,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace {
 
@@ -135,6 +137,46 @@ TEST_CASE("wait_for_change can be cancelled and leaves leadership alone") {
     REQUIRE(result);
     CHECK(*result == asio::error::operation_aborted);
     CHECK(a.is_leader());
+}
+
+TEST_CASE("a watch cancelled then started again is completed by its own reads; destroying the election ends a watch at once") {
+    baton::sim::scheduler sched(2);
+    baton::memory_backend store(sched.get_executor());
+    asio::cancellation_signal sig; // outlives the election, which may hold its slot
+    auto a = std::make_unique<sim_election>(sched.get_executor(), store, options("a", 1), baton::standard_retry{},
+                                            baton::backend_signer{}, baton::sim::manual_clock{});
+    a->async_campaign([](baton::error_code, baton::lease_grant) {});
+    sched.run_for(1s);
+    std::optional<baton::lease_info> current;
+    a->async_leader([&](baton::error_code, std::optional<baton::lease_info> l) { current = l; });
+    sched.run_for(1s);
+    REQUIRE(current);
+
+    // Cancelled in the middle of a poll, then watched again as soon as the first completed: the
+    // first watch's machine, still stopping, never completes the second.
+    std::vector<baton::error_code> first, second;
+    a->async_wait_for_change(current, asio::bind_cancellation_slot(sig.slot(), [&](baton::error_code ec, auto) {
+        first.push_back(ec);
+    }));
+    sched.run_for(150ms);
+    sig.emit(asio::cancellation_type::terminal);
+    sched.run_for(1ms); // the cancellation reaches the election through its executor
+    REQUIRE(first.size() == 1);
+    a->async_wait_for_change(current, [&](baton::error_code ec, auto) { second.push_back(ec); });
+    sched.run_for(3s);
+    REQUIRE(first.size() == 1);
+    CHECK(first[0] == asio::error::operation_aborted);
+    CHECK(second.empty()); // still watching: the leader did not change
+
+    // The election goes away while the second watch waits between polls: it completes now,
+    // aborted, and nothing of it runs after.
+    a.reset();
+    sched.run_for(10ms);
+    REQUIRE(second.size() == 1);
+    CHECK(second[0] == asio::error::operation_aborted);
+    sched.run_for(5s);
+    CHECK(second.size() == 1);
+    CHECK(first.size() == 1);
 }
 
 TEST_CASE("a crashed leader with no candidate to replace it is reported expired, with its age") {
