@@ -8,6 +8,7 @@
 #include <baton/recipe/detail/leader_watch.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
 #include <baton/store/detail/commit_machines.hpp>
+#include <baton/store/detail/machine_op.hpp>
 #include <baton/store/detail/read_machines.hpp>
 #include <baton/store/detail/recent_writers.hpp>
 
@@ -16,6 +17,7 @@
 #include <boost/asio/error.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -1116,4 +1118,125 @@ TEST_CASE("listed reads: one page of keys, each read in turn; a deleted key is s
     CHECK(s.ec == errc::throttled);
     CHECK(!failed.listed());
     CHECK(failed.diag().message == "throttled");
+}
+
+// ---- the driver's lane mode -------------------------------------------------------------------
+// A lane of an object that outlives its calls (the lease's) runs on the same driver as every
+// call: its continuation waits itself, is told what leaves, rests on `none`, and completes at
+// once. Here a scripted store and a continuation that logs what the driver asks of it.
+namespace {
+
+struct scripted_lane_store {
+    std::vector<std::string> sent;                                  // "get k", "put k body"
+    std::vector<std::function<void(error_code, get_result)>> gets;  // answers still owed
+    std::vector<std::function<void(error_code, put_result)>> puts;
+    template <class H>
+    void async_get(std::string key, H&& h) {
+        sent.push_back("get " + key);
+        gets.emplace_back(std::forward<H>(h));
+    }
+    template <class H>
+    void async_put(std::string key, std::string body, precondition, H&& h) {
+        sent.push_back("put " + key + " " + body);
+        puts.emplace_back(std::forward<H>(h));
+    }
+};
+
+struct lane_host {
+    scripted_lane_store backend;
+};
+
+// Read, then write what was read plus one; a refused write waits 5 ms and reads again; a written
+// one rests (nothing to do until the owner wakes the lane). A stopped wait ends aborted.
+struct counting_lane {
+    int* writes;
+    step on_get(error_code ec, get_result r) {
+        if (ec) return step::done(ec);
+        return step::write(r.found ? r.found->body + "+" : std::string("1"), precondition::none());
+    }
+    step on_put(error_code ec, put_result) {
+        if (ec == errc::precondition_failed) return step::wait(std::chrono::milliseconds(5));
+        if (ec) return step::done(ec);
+        ++*writes;
+        return step::none();
+    }
+    step on_wait() { return step::read(); }
+    step on_cancel() { return step::done(boost::asio::error::operation_aborted); }
+};
+
+struct lane_test_ctx {
+    struct spec {
+        using machine = counting_lane;
+        using result_type = int;
+        static constexpr bool passes_store_aborts = true;
+        int finish(lane_host&, std::string const&, counting_lane& m, error_code&) const { return *m.writes; }
+    };
+    struct view {
+        counting_lane lane;
+        counting_lane* operator->() { return &lane; }
+        counting_lane& operator*() { return lane; }
+        void reset() {}
+    };
+    using host_type = lane_host;
+    using spec_type = spec;
+    lane_host* host;
+    std::string key;
+    spec_type spec{};
+    view m;
+    std::string asked{};
+    bool went_async = true;
+};
+using lane_test_driver = baton::detail::machine_driver<lane_test_ctx>;
+
+struct lane_test_call {
+    lane_test_ctx* c;
+    std::vector<std::string>* log;
+    boost::asio::cancellation_type cancelled() const { return boost::asio::cancellation_type::none; }
+    void sending(step const& s) { log->push_back(s.what == kind::read ? "sending read" : "sending write"); }
+    void wait(std::chrono::nanoseconds d) {
+        log->push_back("wait " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms");
+    }
+    void rest() { log->push_back("rest"); }
+    void complete(error_code ec, int writes) { log->push_back("done " + ec.message() + " after " + std::to_string(writes)); }
+    void operator()(error_code ec, get_result r) { lane_test_driver::answer(*c, *this, ec, std::move(r)); }
+    void operator()(error_code ec, put_result r) { lane_test_driver::answer(*c, *this, ec, std::move(r)); }
+};
+
+} // namespace
+
+TEST_CASE("one driver, lane mode: the continuation waits, is told what leaves, rests on none, completes at once") {
+    lane_host host;
+    int writes = 0;
+    lane_test_ctx c{&host, "lane/k", {}, {counting_lane{&writes}}};
+    std::vector<std::string> log;
+    lane_test_call call{&c, &log};
+
+    lane_test_driver::step(c, call, step::read());
+    REQUIRE(host.backend.sent == std::vector<std::string>{"get lane/k"});
+    CHECK(log == std::vector<std::string>{"sending read"});
+
+    // The record reads "a": the write sends "a+"; it is refused, so the lane waits (on the continuation's own timer).
+    auto g = std::move(host.backend.gets.back());
+    g(error_code{}, found("v1", "a"));
+    REQUIRE(host.backend.sent.back() == "put lane/k a+");
+    auto p = std::move(host.backend.puts.back());
+    p(errc::precondition_failed, put_result{});
+    CHECK(log == std::vector<std::string>{"sending read", "sending write", "wait 5ms"});
+    CHECK(host.backend.sent.size() == 2); // nothing leaves while it waits
+
+    // The owner's timer fires: read again, write, and rest without completing.
+    lane_test_driver::waited(c, call, error_code{});
+    host.backend.gets.back()(error_code{}, found("v2", "b"));
+    CHECK(host.backend.sent.back() == "put lane/k b+");
+    host.backend.puts.back()(error_code{}, put_result{});
+    CHECK(writes == 1);
+    CHECK(log.back() == "rest");
+    CHECK(log.size() == 6);
+
+    // Woken with a step again, and stopped at a wait: on_cancel ends it, completing inside the
+    // call that stopped it (a lane's pending operation posts the user's handler itself).
+    lane_test_driver::step(c, call, step::wait(std::chrono::milliseconds(7)));
+    CHECK(log.back() == "wait 7ms");
+    lane_test_driver::waited(c, call, boost::asio::error::operation_aborted);
+    CHECK(log.back() == "done " + error_code(boost::asio::error::operation_aborted).message() + " after 1");
 }

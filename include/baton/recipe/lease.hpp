@@ -14,7 +14,8 @@
     The four lanes (acquire, renew, release, waiters) share one private
     state whose term and generation checks keep an older term's answers away
     from a newer one: recipe/impl/lease.hpp (the state, its timers and the
-    loss) and recipe/impl/lease_lanes.hpp (each lane's steps).
+    loss) and recipe/impl/lease_lanes.hpp (each lane's rules, run by the
+    one driver of every machine, store/detail/machine_op.hpp).
 */
 
 #include <baton/core/clock.hpp>
@@ -289,6 +290,10 @@ public:
         @par Handler signature
         `void(error_code, std::optional<lease_info>)`: empty when no record exists.
         On failure `last_diagnostics()` holds what the store said (e.g. `NoSuchBucket`).
+
+        @par Per-Operation Cancellation
+        Terminal: passed on to the store's read, which may complete with
+        `operation_aborted`. The lease is unaffected.
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_inspect(Token&& token = {}) {

@@ -4,10 +4,13 @@
 
 // Layer: recipes, internal. The state a lease's four lanes share (acquire, renew, release, the
 // waiters of async_wait_lost): the store, the machine, the timer slots on the shared queue, the
-// term, the pending operations, observation and the one place a loss is delivered. Each
-// lane's steps are in lease_lanes.hpp.
+// term, the pending operations, observation and the one place a loss is delivered. The lanes
+// run on the one driver of every machine (store/detail/machine_op.hpp); each lane's rules are
+// in lease_lanes.hpp.
 
 #include <baton/recipe/lease.hpp>
+#include <baton/store/detail/machine_op.hpp>
+#include <baton/store/detail/read_machines.hpp>
 
 namespace baton {
 
@@ -127,30 +130,10 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
 
     detail::own_time now() const { return clock.now().time_since_epoch(); }
 
-    template <class F>
-    auto bound(F&& f) {
-        return boost::asio::bind_executor(ex(), answer_scope<std::decay_t<F>>{this, std::forward<F>(f)});
-    }
-
-    // A backend's answer: it never runs inside one of our initiating functions (backends
-    // complete later), so an operation it completes may hand its handler over by dispatch,
-    // saving a hop. `f` holds a reference on the lease, and is called as an lvalue so that
-    // the reference lives until `answering` is cleared.
-    template <class F>
-    struct answer_scope {
-        impl* self;
-        F f;
-        template <class... A>
-        void operator()(A&&... args) {
-            struct end_of_answer {
-                impl* self;
-                ~end_of_answer() { self->answering = false; } // also when an observer throws
-            } const scope{self};
-            self->answering = true;
-            f(std::forward<A>(args)...);
-        }
-    };
-    bool answering = false;  // inside a backend's answer (answer_scope); cleared before any handler runs
+    // A backend's answer (lane_call) never runs inside one of our initiating functions
+    // (backends complete later), so an operation it completes may hand its handler over by
+    // dispatch, saving a hop.
+    bool answering = false;  // inside a backend's answer (lane_call); cleared before any handler runs
     bool initiating = false; // inside start_acquire or start_release (a backend that broke its
                              // never-inline rule would otherwise have us complete inline)
 
@@ -227,6 +210,35 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
         return g;
     }
 
+    // ---- the lanes on the one driver -----------------------------------
+    // Each lane is a view of this state as a machine: the lease machine's steps for that lane,
+    // with the lane's own rules (when an acquisition stops, when a renewal's answer is stale,
+    // where its waits go). The one driver runs it through a continuation, lane_call, that
+    // carries the lease, the lane's generation, and the term and time a request was sent in.
+    struct acquire_lane;
+    struct renew_lane;
+    struct release_lane;
+    struct lane_end {}; // what a lane's end carries: its error_code says it all
+    template <class Lane>
+    struct lane_call;
+    template <class Lane>
+    struct lane_ctx;
+    template <class Lane>
+    using lane_driver = detail::machine_driver<lane_ctx<Lane>>;
+
+    // The acquire and release lanes end lost when the machine has nothing to do (the term ended under them).
+    static detail::machine_step lane_or_lost(detail::machine_step a) {
+        if (a.what == detail::machine_step::type::none) return detail::machine_step::done(errc::lease_lost);
+        return a;
+    }
+
+    // Runs step `a` of lane `Lane` (generation `gen`).
+    template <class Lane>
+    void drive(std::uint64_t gen, detail::machine_step a);
+    // Lane `Lane`'s wait ended: its timer slot ran, or (`ec`) it was stopped.
+    template <class Lane>
+    void drive_waited(std::uint64_t gen, error_code ec = {});
+
     // ---- acquire ------------------------------------------------------
     // Saturated: a timeout of milliseconds::max() must mean "very long", never overflow.
     static constexpr std::chrono::milliseconds longest_timeout = std::chrono::hours(24 * 365 * 10);
@@ -238,10 +250,8 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
     void interrupt_acquire(stop_reason reason) {
         if (!acquire_op.busy() || acquire_stop != stop_reason::none) return;
         acquire_stop = reason;
-        if (acquire_io) return; // the request in flight decides: see the handlers below
-        if (settle_before_stopping()) return;
-        m.abandon_acquire();
-        finish_acquire(error_of(reason));
+        if (acquire_io) return; // the request in flight decides: see acquire_lane
+        drive_waited<acquire_lane>(acquire_op.generation(), boost::asio::error::operation_aborted);
     }
 
     // ---- timers ---------------------------------------------------------
@@ -318,14 +328,13 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
     void run_slot(slot_id id, std::uint64_t gen) {
         switch (id) {
         case acquire_wait:
-            if (acquire_op.current(gen) && acquire_stop == stop_reason::none) step_acquire(m.acquire_on_wait(now()));
+            if (acquire_op.current(gen) && acquire_stop == stop_reason::none) drive_waited<acquire_lane>(gen);
             return;
         case acquire_timeout:
             if (acquire_op.current(gen)) interrupt_acquire(stop_reason::timed_out);
             return;
         case renew_wait:
-            if (gen != renew_gen || deliver_loss_if_due(now())) return;
-            step_renew(m.renew_on_wait(now()));
+            if (gen == renew_gen) drive_waited<renew_lane>(gen);
             return;
         case renew_deadline:
             if (gen != deadline_gen) return;
@@ -336,7 +345,7 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
             }
             return;
         case release_wait:
-            if (gen == release_gen) step_release(m.release_on_wait(now()));
+            if (gen == release_gen) drive_waited<release_lane>(gen);
             return;
         case slot_count:
             return;
@@ -347,16 +356,17 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
     // 1/32 of its wait. Early, never late: the margin to the deadline is kept.
     static std::chrono::nanoseconds renew_slack(std::chrono::nanoseconds wait) { return wait / 32; }
 
-    // A stopped acquisition whose claim may have landed reads it back once before giving up,
-    // or the record would name us unseen and hold every contender off for ttl x skew.
-    bool settle_before_stopping() {
-        if (!m.claim_of_this_acquisition_in_doubt()) return false;
-        disarm(acquire_wait);
-        step_acquire(m.acquire_on_wait(now()));
-        return true;
+    // The acquisition stops (cancelled or timed out) after a write's answer or at a wait. A
+    // claim of this acquisition that may have landed is read back once first, or the record
+    // would name us unseen and hold every contender off for ttl x skew.
+    detail::machine_step stop_acquire() {
+        if (m.claim_of_this_acquisition_in_doubt()) {
+            disarm(acquire_wait);
+            return lane_or_lost(m.acquire_on_wait(now()));
+        }
+        m.abandon_acquire();
+        return detail::machine_step::done(error_of(acquire_stop));
     }
-
-    void step_acquire(detail::machine_step a);
 
     void finish_acquire(error_code ec);
 
@@ -368,7 +378,7 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
     // leases, each firing costs the reactor a syscall.
     void start_renewal() {
         ++renew_gen;
-        step_renew(m.renew_schedule(now()));
+        drive<renew_lane>(renew_gen, m.renew_schedule(now()));
     }
 
     // The renew deadline passed by `t` but its timer has not run yet (an answer ran late, a
@@ -391,8 +401,6 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
         disarm(renew_deadline);
     }
 
-    void step_renew(detail::machine_step a);
-
     // A renewal's answer came back written: how long it took, and how close the term came to its deadline.
     void observe_renewed(detail::own_time sent) {
         auto const t = now();
@@ -404,17 +412,13 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
         detail::observe(observer, e);
     }
 
-    void after_renew_io(unsigned gen, detail::machine_step next);
-
     // ---- release -------------------------------------------------------
     void start_release(boost::asio::any_completion_handler<void(error_code)> h);
 
     void begin_release() {
         if (!m.can_release()) return finish_release(errc::lease_lost);
-        step_release(m.release_start(now()));
+        drive<release_lane>(release_gen, lane_or_lost(m.release_start(now())));
     }
-
-    void step_release(detail::machine_step a);
 
     void finish_release(error_code ec);
 
@@ -439,6 +443,7 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
     }
 
     void start_inspect(boost::asio::any_completion_handler<void(error_code, std::optional<lease_info>)> h);
+    struct inspect_spec;
 
     void shutdown() {
         closed = true;

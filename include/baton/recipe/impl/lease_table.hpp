@@ -83,16 +83,6 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
 
     double uniform() { return detail::uniform01(rng); }
 
-    // A store operation awaited as a tuple: the record store concept takes handlers, not tokens.
-    template <class Result, class Start>
-    static auto store_call(Start start) {
-        return boost::asio::async_initiate<decltype(tuple_awaitable) const&, void(error_code, Result)>(
-            [](auto handler, Start s) { s(std::move(handler)); }, tuple_awaitable, std::move(start));
-    }
-    auto store_put(std::string const& key, std::string const& body, precondition const& pc) {
-        return store_call<put_result>([this, &key, &body, &pc](auto h) { backend.async_put(key, body, pc, std::move(h)); });
-    }
-
     // The machines the table runs, each on the one driver (machine_op) and awaited as a tuple.
     // A retried read stops between attempts once this worker is abandoned; a shard change is
     // never stopped half-way, so abandoning the worker leaves none of its writes in doubt.
@@ -139,6 +129,16 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
             if (ec) o.diag = m.diag();
             return o;
         }
+    };
+
+    // One write, answered as the store answered (the reaper's released markers).
+    struct write_spec {
+        using machine = detail::one_write;
+        using result_type = put_result;
+        std::string body;
+        precondition pc;
+        std::unique_ptr<machine> make(impl&, std::string const&) { return std::make_unique<machine>(std::move(body), std::move(pc)); }
+        static result_type finish(impl&, std::string const&, machine& m, error_code) { return std::move(m.result()); }
     };
 
     awaitable<std::tuple<error_code, get_result>> get(std::string const& key) {

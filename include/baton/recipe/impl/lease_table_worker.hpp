@@ -333,8 +333,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::reap() -> awa
         std::string nonce = make_nonce(rng);
         std::string body = detail::encode_lease_body(w.instance, w.value, nonce, w.term, true, w.ttl);
         std::string const key = worker_prefix() + name;
-        precondition const pc = precondition::matches(w.version);
-        auto [ec, r] = co_await store_put(key, body, pc);
+        write_spec marker{std::move(body), precondition::matches(w.version)};
+        auto [ec, r] = co_await run_machine(key, std::move(marker));
         if (!ec) {
             w.version = r.version;
             w.body_version = r.version;

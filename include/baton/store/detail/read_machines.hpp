@@ -4,7 +4,7 @@
 
 // Layer: store, internal. Reads as sans-I/O machines any recipe's driver can run. Plain, as the
 // store answers (a recipe's reads, whose callers retry): one record (`one_read`), and one page
-// of keys with each record read (`listed_reads`). Retried per the RetryPolicy: one record
+// of keys with each record read (`listed_reads`); and one plain write (`one_write`). Retried per the RetryPolicy: one record
 // (`retried_get`), and every key under a prefix, page by page (`paged_list`). A read changes nothing, so a failure is retried without settlement; only
 // failures the error model calls retryable are, and the policy's budget is shared with the
 // writes of the same object. `on_cancel()` at a wait ends a read between attempts (its owner
@@ -39,6 +39,26 @@ public:
 
 private:
     get_result result_;
+};
+
+// One write of the call's key, answered as the store answered: for a caller that treats every
+// failure alike (the lease table's reaper reads the record again at its next scan).
+class one_write {
+public:
+    one_write(std::string body, precondition pc) : body_(std::move(body)), pc_(std::move(pc)) {}
+    machine_step start() { return machine_step::write(std::move(body_), std::move(pc_)); }
+    machine_step on_put(error_code ec, put_result r) {
+        result_ = std::move(r);
+        return machine_step::done(ec);
+    }
+    // Never asked for (a write is not stopped before it is sent); there for the driver.
+    machine_step on_cancel() { return machine_step::done(boost::asio::error::operation_aborted); }
+    put_result& result() noexcept { return result_; }
+
+private:
+    std::string body_;
+    precondition pc_;
+    put_result result_;
 };
 
 // One page of the keys under the call's key (a prefix), after `after`, at most `limit`; then each
