@@ -290,10 +290,6 @@ public:
         @par Handler signature
         `void(error_code, std::optional<lease_info>)`: empty when no record exists.
         On failure `last_diagnostics()` holds what the store said (e.g. `NoSuchBucket`).
-
-        @par Per-Operation Cancellation
-        Terminal: passed on to the store's read, which may complete with
-        `operation_aborted`. The lease is unaffected.
     */
     template <class Token = detail::default_token_t<executor_type>>
     auto async_inspect(Token&& token = {}) {

@@ -380,8 +380,13 @@ void basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::impl:
     if (inspect_busy)
         return post_completion(std::move(h), error_code(errc::operation_in_progress), std::optional<lease_info>{});
     inspect_busy = true;
-    boost::asio::async_compose<decltype(h), void(error_code, std::optional<lease_info>)>(
-        detail::machine_op<impl, inspect_spec>(this->shared_from_this(), m.options().key, inspect_spec{}), h, ex());
+    // Run on the lease's executor, where its state lives, and completed from there by a post,
+    // as every lease operation is (the caller's handler may be bound elsewhere).
+    auto done = boost::asio::bind_executor(ex(), [self = this->shared_from_this(), h = std::move(h)](error_code ec, std::optional<lease_info> info) mutable {
+        self->post_completion(std::move(h), ec, std::move(info));
+    });
+    boost::asio::async_compose<decltype(done), void(error_code, std::optional<lease_info>)>(
+        detail::machine_op<impl, inspect_spec>(this->shared_from_this(), m.options().key, inspect_spec{}), done, ex());
 }
 
 } // namespace baton
