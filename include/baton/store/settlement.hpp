@@ -20,6 +20,7 @@
 */
 
 #include <baton/core/detail/config.hpp>
+#include <baton/core/detail/text.hpp>
 #include <baton/core/error.hpp>
 
 #include <algorithm>
@@ -45,12 +46,9 @@ BATON_DECL bool outcome_unknown(error_code const& ec) noexcept;
     hex digits. Reuses `out`'s storage: no allocation when it held a nonce before. */
 template <class Rng>
 void fill_nonce(Rng& rng, std::string& out) {
-    static constexpr char digits[] = "0123456789abcdef";
     out.resize(32);
-    for (int half = 0; half < 2; ++half) {
-        std::uint64_t v = rng();
-        for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(half * 16 + i)] = digits[v & 15];
-    }
+    detail::put_hex16(rng(), out.data());
+    detail::put_hex16(rng(), out.data() + 16);
 }
 
 /** A fresh nonce: 128 random bits from `rng` (a 64-bit generator) as 32 lowercase hex digits. */

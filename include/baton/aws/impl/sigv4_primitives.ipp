@@ -7,6 +7,7 @@
 // percent-encoding. aws/impl/sigv4.ipp builds the canonical request on them.
 
 #include <baton/aws/sigv4.hpp>
+#include <baton/core/detail/text.hpp>
 
 #include <boost/beast/http/field.hpp>
 #include <boost/system/errc.hpp>
@@ -146,28 +147,8 @@ BATON_DECL bool hmac_sha256_key32(unsigned char const* key, std::string_view msg
            sha256({reinterpret_cast<char const*>(pads.opad), 64}, {reinterpret_cast<char const*>(inner), 32}, out);
 }
 
-// Two output characters per byte from one table lookup.
-BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcept {
-    static constexpr auto pairs = [] {
-        std::array<char, 512> t{};
-        constexpr char digits[] = "0123456789abcdef";
-        for (std::size_t b = 0; b < 256; ++b) {
-            t[2 * b] = digits[b >> 4];
-            t[2 * b + 1] = digits[b & 0xf];
-        }
-        return t;
-    }();
-    unsigned char const* const end = p + n;
-    for (; end - p >= 4; p += 4, out += 8) { // four bytes to eight characters, one store
-        char chunk[8];
-        std::memcpy(chunk + 0, pairs.data() + 2 * p[0], 2);
-        std::memcpy(chunk + 2, pairs.data() + 2 * p[1], 2);
-        std::memcpy(chunk + 4, pairs.data() + 2 * p[2], 2);
-        std::memcpy(chunk + 6, pairs.data() + 2 * p[3], 2);
-        std::memcpy(out, chunk, 8);
-    }
-    for (; p != end; ++p, out += 2) std::memcpy(out, pairs.data() + 2 * *p, 2);
-}
+// One hex encoder for the whole library (core/detail/text.hpp).
+using baton::detail::to_hex;
 
 inline error_code crypto_failure() noexcept {
     return boost::system::errc::make_error_code(boost::system::errc::not_supported);

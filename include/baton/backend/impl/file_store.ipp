@@ -3,6 +3,7 @@
 #define BATON_BACKEND_IMPL_FILE_STORE_IPP
 // Layer: backends, internal. The compiled part of backend/detail/file_store.hpp: POSIX files, locks and the on-disk record format.
 #include <baton/backend/detail/file_store.hpp>
+#include <baton/core/detail/text.hpp>
 
 namespace baton::detail::file_store {
 
@@ -25,9 +26,7 @@ BATON_DECL std::string record_name(std::string_view key) {
         if (name_safe(c)) {
             out.push_back(static_cast<char>(c));
         } else {
-            out.push_back('%');
-            out.push_back("0123456789ABCDEF"[c >> 4]);
-            out.push_back("0123456789ABCDEF"[c & 15]);
+            append_percent_encoded(out, c);
         }
         if (out.size() > plain_prefix.size() + max_plain_name) {
             std::string h = sha256_hex(key);

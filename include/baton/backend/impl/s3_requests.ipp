@@ -5,11 +5,11 @@
 // Layer: backends, internal. The compiled part of backend/detail/s3_requests.hpp: key encoding
 // and checks, error documents, and the shared state's requests and gates.
 #include <baton/backend/detail/s3_requests.hpp>
+#include <baton/core/detail/text.hpp>
 
 namespace baton::detail {
 
 BATON_DECL std::string s3_uri_encode(std::string_view s, bool keep_slash) {
-    static constexpr char hex[] = "0123456789ABCDEF";
     std::string out;
     out.reserve(s.size() + s.size() / 2);
     for (char c : s) {
@@ -18,10 +18,7 @@ BATON_DECL std::string s3_uri_encode(std::string_view s, bool keep_slash) {
         if (unreserved) {
             out += c;
         } else {
-            auto const u = static_cast<unsigned char>(c);
-            out += '%';
-            out += hex[u >> 4];
-            out += hex[u & 15];
+            append_percent_encoded(out, static_cast<unsigned char>(c));
         }
     }
     return out;

@@ -106,6 +106,18 @@ constexpr std::string_view trim(std::string_view s) noexcept {
 /// The lower-case hex digit of `v & 15`.
 constexpr char hex_digit(unsigned v) noexcept { return "0123456789abcdef"[v & 15]; }
 
+/// Writes `v` as 16 lower-case hex digits at `out`, most significant first.
+constexpr void put_hex16(std::uint64_t v, char* out) noexcept {
+    for (int i = 15; i >= 0; --i, v >>= 4) out[i] = hex_digit(static_cast<unsigned>(v));
+}
+
+/// Appends byte `c` percent-encoded: `%` and two upper-case hex digits (RFC 3986 §2.1).
+inline void append_percent_encoded(std::string& out, unsigned char c) {
+    out.push_back('%');
+    out.push_back("0123456789ABCDEF"[c >> 4]);
+    out.push_back("0123456789ABCDEF"[c & 15]);
+}
+
 /// True when every character of `s` is a lowercase hex digit (an empty `s` included).
 constexpr bool is_lower_hex(std::string_view s) noexcept {
     for (char c : s)
@@ -203,6 +215,9 @@ private:
 
 /// Appends `s` as a JSON string, quotes included, as `text_writer::json_quoted` writes it.
 BATON_DECL void append_json_quoted(std::string& out, std::string_view s);
+
+/// Writes `n` bytes at `out` as 2n lower-case hex digits (a digest in a signature: one table lookup per byte).
+BATON_DECL void to_hex(unsigned char const* p, std::size_t n, char* out) noexcept;
 
 /// `n` bytes as 2n lower-case hex digits.
 BATON_DECL std::string to_hex(unsigned char const* p, std::size_t n);

@@ -2,6 +2,7 @@
 #ifndef BATON_HTTP_IMPL_REQUEST_BYTES_IPP
 #define BATON_HTTP_IMPL_REQUEST_BYTES_IPP
 // Layer: wire (http), internal. The compiled part of http/detail/request_bytes.hpp.
+#include <baton/core/detail/text.hpp>
 #include <baton/http/detail/request_bytes.hpp>
 
 #ifndef BATON_DOXYGEN
@@ -31,7 +32,7 @@ BATON_DECL void write_request_head(boost::beast::http::request<boost::beast::htt
     if (req.chunked() && !req.body().empty()) {
         char hex[2 * sizeof(std::size_t)];
         std::size_t n = req.body().size(), at = sizeof hex;
-        for (; n != 0; n >>= 4) hex[--at] = "0123456789abcdef"[n & 0xf];
+        for (; n != 0; n >>= 4) hex[--at] = baton::detail::hex_digit(static_cast<unsigned>(n));
         out.append(hex + at, sizeof hex - at);
         out.append("\r\n", 2);
     }

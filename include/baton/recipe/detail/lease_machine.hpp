@@ -21,6 +21,7 @@
 
 #include <baton/core/detail/config.hpp>
 #include <baton/core/detail/random.hpp>
+#include <baton/core/detail/text.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
 #include <baton/recipe/detail/lease_turns.hpp>
 #include <baton/core/error.hpp>
@@ -254,8 +255,6 @@ private:
         std::string version;
         own_time t_send{0};
     };
-
-    static std::string hex(std::uint64_t v);
 
     std::string body(std::uint64_t token, std::string_view nonce, bool released,
                      std::chrono::nanoseconds turn_left = std::chrono::nanoseconds(0)) const {

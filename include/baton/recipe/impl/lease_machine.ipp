@@ -24,7 +24,7 @@ BATON_DECL lease_machine::lease_machine(lease_options opts, std::uint64_t seed, 
     : opts_(std::move(opts)), rng_(seed), hooks_(hooks) {
     BOOST_ASSERT(hooks_.fns && hooks_.fns->on_failure && hooks_.fns->on_success);
     std::string_view const owner = opts_.owner.empty() ? std::string_view("baton") : std::string_view(opts_.owner);
-    auto const suffix = hex(rng_());
+    auto const suffix = to_hex(rng_());
     instance_ = std::string(owner.size() + 1 + suffix.size(), '#'); // sized exactly: every lease keeps it
     owner.copy(instance_.data(), owner.size());
     suffix.copy(instance_.data() + owner.size() + 1, suffix.size());
@@ -269,24 +269,14 @@ BATON_DECL error_code lease_machine::describe(record const& r, lease_info& info,
 }
 
 BATON_DECL void lease_machine::nonce_text::fill(splitmix64& rng) noexcept {
-    static constexpr char hexd[] = "0123456789abcdef";
-    for (std::size_t half = 0; half < 2; ++half) {
-        std::uint64_t v = rng();
-        for (int i = 15; i >= 0; --i, v >>= 4) digits[half * 16 + static_cast<std::size_t>(i)] = hexd[v & 15];
-    }
+    put_hex16(rng(), digits.data());
+    put_hex16(rng(), digits.data() + 16);
 }
 
 BATON_DECL lease_machine::nonce_text lease_machine::fresh_nonce() noexcept {
     nonce_text n;
     n.fill(rng_);
     return n;
-}
-
-BATON_DECL std::string lease_machine::hex(std::uint64_t v) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s(16, '0');
-    for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = digits[v & 15];
-    return s;
 }
 
 BATON_DECL machine_step lease_machine::take_back(own_time now, bool contended) {

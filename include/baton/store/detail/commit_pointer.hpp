@@ -45,8 +45,6 @@ struct commit_pointer {
     std::string nonce;        // tombstone: fresh on every write, so the version always changes
 };
 
-BATON_DECL std::string commit_hex(unsigned char const* p, std::size_t n);
-
 BATON_DECL std::string commit_sha256(std::string_view bytes);
 
 /// The base tag of a commit conditional on `version` (none: conditional on the key being absent).

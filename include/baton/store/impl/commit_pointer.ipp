@@ -8,21 +8,11 @@
 
 namespace baton::detail {
 
-BATON_DECL std::string commit_hex(unsigned char const* p, std::size_t n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s(2 * n, '0');
-    for (std::size_t i = 0; i < n; ++i) {
-        s[2 * i] = digits[p[i] >> 4];
-        s[2 * i + 1] = digits[p[i] & 15];
-    }
-    return s;
-}
-
 BATON_DECL std::string commit_sha256(std::string_view bytes) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1) return {};
-    return commit_hex(md, len);
+    return to_hex(md, len);
 }
 
 BATON_DECL std::string commit_base_tag(std::optional<std::string_view> version) {
@@ -35,7 +25,7 @@ BATON_DECL std::string commit_base_tag(std::optional<std::string_view> version) 
     if (h == 0) h = 1; // all zeros means "absent"
     unsigned char b[8];
     for (int i = 7; i >= 0; --i, h >>= 8) b[i] = static_cast<unsigned char>(h & 0xff);
-    return commit_hex(b, 8);
+    return to_hex(b, 8);
 }
 
 BATON_DECL std::string commit_object_name(std::string_view object_prefix, std::string_view key,
