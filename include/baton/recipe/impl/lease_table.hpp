@@ -176,6 +176,32 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
         co_return std::tuple{ec, std::move(l.entries)};
     }
 
+    // A listing of `prefix` brought into the view: the keys `wants(name, entry, listed)` picks
+    // (`listed`: when the listing came back) are read 16 at a time, and each record found is
+    // handed to `apply(name, record)`. Returns the listing's error, the names it showed (a
+    // failed listing proves no absence) and when it came back.
+    template <class Wants, class Apply>
+    awaitable<std::tuple<error_code, std::set<std::string, std::less<>>, std::chrono::nanoseconds>> refresh_view(
+        std::string const& prefix, Wants& wants, Apply& apply) {
+        std::set<std::string, std::less<>> present;
+        auto [ec, entries] = co_await list_all(prefix);
+        auto const listed = now();
+        if (ec) co_return std::tuple{ec, std::move(present), listed};
+        std::vector<std::string> keys, names;
+        for (auto const& e : entries) {
+            std::string name = e.key.substr(prefix.size());
+            present.insert(name);
+            if (!wants(name, e, listed)) continue;
+            keys.push_back(e.key);
+            names.push_back(std::move(name));
+        }
+        std::vector<std::optional<get_result>> got;
+        co_await get_many(keys, got);
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            if (got[i] && got[i]->found) apply(names[i], *got[i]->found); // not read: judged from what was known
+        co_return std::tuple{error_code{}, std::move(present), listed};
+    }
+
     // One settled change of one shard record (shard_record.hpp): the outcome, and the record
     // as the change left it (when known).
     // Coroutine parameters are references to the caller's named objects, never temporaries

@@ -172,85 +172,62 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
             auto const it = view.workers.find(*name);
             if (it != view.workers.end() && it->second.decoded && it->second.term < t) named_later.insert(*name);
         }
-    auto [wec, workers] = co_await list_all(wprefix);
-    auto const listed = now();
-    if (!wec) {
-        std::set<std::string, std::less<>> present;
-        std::vector<std::string> keys, names;
-        for (auto const& e : workers) {
-            std::string name = e.key.substr(worker_prefix().size());
-            present.insert(name);
-            auto& w = view.workers[name];
-            bool const stale = named_later.count(name) != 0;
-            if (w.version == e.version && w.decoded && !stale) continue;
-            // A version that had lived longer than half a TTL was no renewal of a live
-            // worker: a reaper's marker, a release, or a new term. Neither is a change of a
-            // record that says released (nobody renews it). Read those at once.
-            bool const long_lived = listed - w.observed_since >= std::chrono::nanoseconds(w.ttl) / 2;
-            if (w.version != e.version) w.observed_since = listed;
-            w.version = e.version;
-            if (w.decoded && !full && !long_lived && !stale && !w.released) continue;
-            keys.push_back(e.key);
-            names.push_back(std::move(name));
+    auto wants_worker = [&](std::string const& name, list_entry const& e, std::chrono::nanoseconds listed) {
+        auto& w = view.workers[name];
+        bool const stale = named_later.count(name) != 0;
+        if (w.version == e.version && w.decoded && !stale) return false;
+        // A version that had lived longer than half a TTL was no renewal of a live
+        // worker: a reaper's marker, a release, or a new term. Neither is a change of a
+        // record that says released (nobody renews it). Read those at once.
+        bool const long_lived = listed - w.observed_since >= std::chrono::nanoseconds(w.ttl) / 2;
+        if (w.version != e.version) w.observed_since = listed;
+        w.version = e.version;
+        return !(w.decoded && !full && !long_lived && !stale && !w.released);
+    };
+    auto apply_worker = [&](std::string const& name, record const& r) {
+        auto& w = view.workers[name];
+        detail::lease_body b;
+        diagnostics d;
+        if (detail::decode_lease_body(r.body, b, d)) { // foreign: never judged dead
+            w.decoded = false;
+            return;
         }
-        std::vector<std::optional<get_result>> got;
-        co_await get_many(keys, got);
-        for (std::size_t i = 0; i < keys.size(); ++i) {
-            auto& w = view.workers[names[i]];
-            auto const& r = got[i];
-            if (!r || !r->found) continue; // not read: judged from what was known, or not at all
-            detail::lease_body b;
-            diagnostics d;
-            if (detail::decode_lease_body(r->found->body, b, d)) { // foreign: never judged dead
-                w.decoded = false;
-                continue;
-            }
-            if (r->found->version != w.version) {
-                w.version = r->found->version;
-                w.observed_since = now();
-            }
-            w.decoded = true;
-            w.released = b.released;
-            w.term = b.token;
-            w.ttl = b.ttl;
-            w.instance = b.owner;
-            w.value = b.value;
-            w.body_version = r->found->version;
-            view.declared_ttl[names[i]] = b.ttl;
+        if (r.version != w.version) {
+            w.version = r.version;
+            w.observed_since = now();
         }
-        std::erase_if(view.workers, [&](auto const& kv) { return !present.count(kv.first); });
-    }
+        w.decoded = true;
+        w.released = b.released;
+        w.term = b.token;
+        w.ttl = b.ttl;
+        w.instance = b.owner;
+        w.value = b.value;
+        w.body_version = r.version;
+        view.declared_ttl[name] = b.ttl;
+    };
+    auto [wec, workers_listed, listed] = co_await refresh_view(wprefix, wants_worker, apply_worker);
+    if (!wec) std::erase_if(view.workers, [&](auto const& kv) { return !workers_listed.count(kv.first); });
     std::string const sprefix = shard_prefix();
-    auto [sec, shards] = co_await list_all(sprefix);
+    auto wants_shard = [&](std::string const& id, list_entry const& e, std::chrono::nanoseconds) {
+        auto it = view.shards.find(id);
+        if (it != view.shards.end() && it->second.version == e.version) return false;
+        // Another live worker's checkpoints change its shards' versions all the time; they
+        // are read at every fourth scan only (a change of hands to us, a request or the end
+        // of that worker's term makes us read them at once).
+        return !(!full && it != view.shards.end() && !it->second.body.owner.empty() &&
+                 it->second.body.owner != opts.worker && it->second.body.requested_by != opts.worker &&
+                 view.term_live(it->second.body.owner, it->second.body.term));
+    };
+    auto apply_shard = [&](std::string const& id, record const& r) {
+        detail::shard_body b;
+        diagnostics d;
+        if (detail::decode_shard_body(r.body, b, d)) return; // foreign: left alone
+        remember_shard(id, detail::shard_seen{r.version, std::move(b)});
+    };
+    auto [sec, shards_listed, shards_at] = co_await refresh_view(sprefix, wants_shard, apply_shard);
+    (void)shards_at;
     if (!sec) {
-        std::set<std::string, std::less<>> present;
-        std::vector<std::string> keys, ids;
-        for (auto const& e : shards) {
-            std::string id = e.key.substr(shard_prefix().size());
-            present.insert(id);
-            auto it = view.shards.find(id);
-            if (it != view.shards.end() && it->second.version == e.version) continue;
-            // Another live worker's checkpoints change its shards' versions all the time; they
-            // are read at every fourth scan only (a change of hands to us, a request or the end
-            // of that worker's term makes us read them at once).
-            if (!full && it != view.shards.end() && !it->second.body.owner.empty() &&
-                it->second.body.owner != opts.worker && it->second.body.requested_by != opts.worker &&
-                view.term_live(it->second.body.owner, it->second.body.term))
-                continue;
-            keys.push_back(e.key);
-            ids.push_back(std::move(id));
-        }
-        std::vector<std::optional<get_result>> got;
-        co_await get_many(keys, got);
-        for (std::size_t i = 0; i < keys.size(); ++i) {
-            auto const& r = got[i];
-            if (!r || !r->found) continue;
-            detail::shard_body b;
-            diagnostics d;
-            if (detail::decode_shard_body(r->found->body, b, d)) continue; // foreign: left alone
-            remember_shard(ids[i], detail::shard_seen{r->found->version, std::move(b)});
-        }
-        std::erase_if(view.shards, [&](auto const& kv) { return !present.count(kv.first); });
+        std::erase_if(view.shards, [&](auto const& kv) { return !shards_listed.count(kv.first); });
         // Owners named by shards without a worker record: only from a listing of the
         // workers that succeeded now (a failed one proves no absence).
         std::set<std::string, std::less<>> named;
