@@ -2,6 +2,8 @@
 // process on 127.0.0.1 (ephemeral ports), on the same io_context as the client. Every wait is
 // bounded (run_one_for against a deadline); nothing sleeps.
 #include <test_common/fixtures.hpp>
+#include <test_common/http_server.hpp>
+#include <test_common/run_op.hpp>
 #include <baton/http/client.hpp>
 
 #include <doctest/doctest.h>
@@ -54,20 +56,9 @@ namespace {
 
 // ---- a scripted HTTP server ---------------------------------------------------
 
-using server_request = bhttp::request<bhttp::string_body>;
-using server_response = bhttp::response<bhttp::string_body>;
-
-struct reply {
-    enum kind_t {
-        respond,        // write `msg`; close afterwards when it says Connection: close
-        respond_close,  // write `msg` (whatever it says), then close
-        raw_then_close, // write `raw` bytes, then close
-        hang,           // never answer; wait for the client to close
-        close_now,      // close without answering
-    } kind = respond;
-    server_response msg;
-    std::string raw;
-};
+using test_common::reply;
+using test_common::server_request;
+using test_common::server_response;
 
 reply ok(std::string body = "ok", bool keep_alive = true) {
     reply r;
@@ -79,120 +70,20 @@ reply ok(std::string body = "ok", bool keep_alive = true) {
     return r;
 }
 
-reply with_kind(reply::kind_t k) {
-    reply r;
-    r.kind = k;
-    return r;
-}
+reply with_kind(reply::kind_t k) { return test_common::reply_of(k); }
 
-struct server_state {
-    explicit server_state(net::io_context& ioc) : acceptor(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {}
-    tcp::acceptor acceptor;
-    std::function<reply(server_request const&, int conn)> behave;
-    net::ssl::context* tls = nullptr;
-    int accepted = 0, open_now = 0, max_open = 0, requests = 0, peer_closed = 0, handshake_failures = 0;
-    std::vector<server_request> seen;
-};
-
-template <class Stream>
-net::awaitable<void> exchange(std::shared_ptr<server_state> st, Stream& s, int conn) {
-    boost::beast::flat_buffer buf;
-    for (;;) {
-        bhttp::request_parser<bhttp::string_body> parser;
-        parser.body_limit(64 << 20);
-        auto [ec, n] = co_await bhttp::async_read(s, buf, parser, net::as_tuple(net::use_awaitable));
-        if (ec) {
-            ++st->peer_closed;
-            co_return;
-        }
-        server_request req = parser.release();
-        ++st->requests;
-        st->seen.push_back(req);
-        reply r = st->behave(req, conn);
-        switch (r.kind) {
-        case reply::respond:
-        case reply::respond_close: {
-            auto [wec, wn] = co_await bhttp::async_write(s, r.msg, net::as_tuple(net::use_awaitable));
-            if (wec || r.kind == reply::respond_close || !r.msg.keep_alive()) co_return;
-            break;
-        }
-        case reply::raw_then_close: co_await net::async_write(s, net::buffer(r.raw), net::as_tuple(net::use_awaitable)); co_return;
-        case reply::hang: {
-            char c = 0;
-            co_await s.async_read_some(net::buffer(&c, 1), net::as_tuple(net::use_awaitable));
-            ++st->peer_closed;
-            co_return;
-        }
-        case reply::close_now: co_return;
-        }
-    }
-}
-
-net::awaitable<void> serve(std::shared_ptr<server_state> st, tcp::socket sock, int conn) {
-    ++st->open_now;
-    st->max_open = std::max(st->max_open, st->open_now);
-    if (st->tls != nullptr) {
-        net::ssl::stream<tcp::socket> s(std::move(sock), *st->tls);
-        auto [ec] = co_await s.async_handshake(net::ssl::stream_base::server, net::as_tuple(net::use_awaitable));
-        if (ec)
-            ++st->handshake_failures;
-        else
-            co_await exchange(st, s, conn);
-    } else {
-        co_await exchange(st, sock, conn);
-    }
-    --st->open_now;
-}
-
-net::awaitable<void> accept_loop(std::shared_ptr<server_state> st) {
-    for (int conn = 0;; ++conn) {
-        auto [ec, sock] = co_await st->acceptor.async_accept(net::as_tuple(net::use_awaitable));
-        if (ec) co_return;
-        ++st->accepted;
-        net::co_spawn(st->acceptor.get_executor(), serve(st, std::move(sock), conn), net::detached);
-    }
-}
-
-class test_server {
+// The suite's server: behaviour per request and connection, stats, TLS; an endpoint for the client.
+class test_server : public test_common::http_server {
 public:
-    test_server(net::io_context& ioc, std::function<reply(server_request const&, int)> behave,
-                net::ssl::context* tls = nullptr)
-        : st_(std::make_shared<server_state>(ioc)) {
-        st_->behave = std::move(behave);
-        st_->tls = tls;
-        net::co_spawn(ioc, accept_loop(st_), net::detached);
-    }
-    ~test_server() {
-        error_code ignored;
-        st_->acceptor.close(ignored);
-    }
-    test_server(test_server const&) = delete;
-    test_server& operator=(test_server const&) = delete;
-
-    std::uint16_t port() const { return st_->acceptor.local_endpoint().port(); }
+    using http_server::http_server;
     bh::endpoint ep(bh::scheme s = bh::scheme::http, std::string host = "127.0.0.1") const {
         return bh::endpoint{s, std::move(host), port()};
     }
-    server_state const& stats() const { return *st_; }
-
-private:
-    std::shared_ptr<server_state> st_;
 };
 
 // ---- bounded running -------------------------------------------------------------
 
-template <class Pred>
-bool run_until(net::io_context& ioc, Pred done, std::chrono::steady_clock::duration limit = 10s) {
-    auto const end = std::chrono::steady_clock::now() + limit;
-    if (ioc.stopped()) ioc.restart();
-    while (!done()) {
-        auto const now = std::chrono::steady_clock::now();
-        if (now >= end) return false;
-        ioc.run_one_for(end - now);
-        if (ioc.stopped()) return done();
-    }
-    return true;
-}
+using test_common::run_until;
 
 struct outcome {
     error_code ec;

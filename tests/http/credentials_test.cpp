@@ -9,7 +9,9 @@
 #include <baton/backend/s3.hpp>
 #include <test_common/credentials.hpp>
 #include <test_common/fixtures.hpp>
+#include <test_common/http_server.hpp>
 #include <test_common/refused_port.hpp>
+#include <test_common/run_op.hpp>
 
 #include <doctest/doctest.h>
 
@@ -56,111 +58,25 @@ namespace {
 
 // ---- a scripted HTTP responder ---------------------------------------------------------------------
 
-using server_request = bhttp::request<bhttp::string_body>;
-using server_response = bhttp::response<bhttp::string_body>;
-
-struct reply {
-    enum kind_t { respond, hang } kind = respond;
-    server_response msg;
-};
+using test_common::reply;
+using test_common::server_request;
 
 reply respond(unsigned status, std::string body, std::string content_type = "application/json") {
-    reply r;
-    r.msg.result(status);
-    r.msg.version(11);
-    r.msg.set(bhttp::field::content_type, content_type);
-    r.msg.body() = std::move(body);
-    r.msg.prepare_payload();
-    return r;
+    return test_common::answer(status, std::move(body), {{"Content-Type", std::move(content_type)}});
 }
 
-reply hang() {
-    reply r;
-    r.kind = reply::hang;
-    return r;
-}
+reply hang() { return test_common::reply_of(reply::hang); }
 
-struct responder_state {
-    explicit responder_state(net::io_context& ioc) : acceptor(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {}
-    tcp::acceptor acceptor;
-    std::function<reply(server_request const&)> behave;
-    std::mutex m;
-    std::vector<server_request> seen;
-    std::atomic<int> requests{0};
-};
-
-net::awaitable<void> serve(std::shared_ptr<responder_state> st, tcp::socket s) {
-    boost::beast::flat_buffer buf;
-    for (;;) {
-        server_request req;
-        auto [ec, n] = co_await bhttp::async_read(s, buf, req, net::as_tuple(net::use_awaitable));
-        if (ec) co_return;
-        reply r;
-        {
-            std::lock_guard lock(st->m);
-            st->seen.push_back(req);
-            r = st->behave(req);
-        }
-        ++st->requests;
-        if (r.kind == reply::hang) {
-            char c = 0;
-            co_await s.async_read_some(net::buffer(&c, 1), net::as_tuple(net::use_awaitable));
-            co_return;
-        }
-        auto [wec, wn] = co_await bhttp::async_write(s, r.msg, net::as_tuple(net::use_awaitable));
-        if (wec) co_return;
-    }
-}
-
-net::awaitable<void> accept_loop(std::shared_ptr<responder_state> st) {
-    for (;;) {
-        auto [ec, sock] = co_await st->acceptor.async_accept(net::as_tuple(net::use_awaitable));
-        if (ec) co_return;
-        net::co_spawn(st->acceptor.get_executor(), serve(st, std::move(sock)), net::detached);
-    }
-}
-
-class responder {
+// Answers each request as `behave` says (the server is shared with the other suites).
+class responder : public test_common::http_server {
 public:
     responder(net::io_context& ioc, std::function<reply(server_request const&)> behave)
-        : st_(std::make_shared<responder_state>(ioc)) {
-        st_->behave = std::move(behave);
-        net::co_spawn(ioc, accept_loop(st_), net::detached);
-    }
-    ~responder() {
-        error_code ignored;
-        st_->acceptor.close(ignored);
-    }
-    responder(responder const&) = delete;
-    responder& operator=(responder const&) = delete;
-
-    std::string url(std::string_view path = "") const {
-        return "http://127.0.0.1:" + std::to_string(st_->acceptor.local_endpoint().port()) + std::string(path);
-    }
-    int requests() const { return st_->requests.load(); }
-    std::vector<server_request> seen() const {
-        std::lock_guard lock(st_->m);
-        return st_->seen;
-    }
-
-private:
-    std::shared_ptr<responder_state> st_;
+        : http_server(ioc, [b = std::move(behave)](server_request const& r, int) { return b(r); }) {}
 };
 
 // ---- helpers ----------------------------------------------------------------------------------------
 
-template <class Pred>
-bool run_until(net::io_context& ioc, Pred done, std::chrono::steady_clock::duration limit = 10s) {
-    auto const end = std::chrono::steady_clock::now() + limit;
-    if (ioc.stopped()) ioc.restart();
-    while (!done()) {
-        auto const now = std::chrono::steady_clock::now();
-        if (now >= end) return false;
-        ioc.run_one_for(end - now);
-        if (ioc.stopped()) ioc.restart();
-    }
-    return true;
-}
+using test_common::run_until;
 
 using test_common::got;
 using test_common::start_get;

@@ -9,10 +9,12 @@
 // Every test creates its own table (async_create_table) and deletes it afterwards. Every
 // wait is bounded.
 #include <baton/baton.hpp>
-#include <test_common/fixtures.hpp>
-#include <test_common/fenced_scenarios.hpp>
 #include <test_common/commit_scenarios.hpp>
+#include <test_common/fenced_scenarios.hpp>
+#include <test_common/fixtures.hpp>
+#include <test_common/http_server.hpp>
 #include <test_common/kv_scenarios.hpp>
+#include <test_common/run_op.hpp>
 
 #include <doctest/doctest.h>
 
@@ -56,18 +58,7 @@ using test_common::contains;
 
 // ---- running the io_context with a bound ------------------------------------------
 
-template <class Pred>
-bool run_until(asio::io_context& ioc, Pred done, std::chrono::milliseconds limit) {
-    auto const end = clock_type::now() + limit;
-    while (!done()) {
-        auto const now = clock_type::now();
-        if (now >= end) return false;
-        if (ioc.stopped()) ioc.restart();
-        if (ioc.run_one_for(std::min<clock_type::duration>(end - now, 50ms)) == 0)
-            std::this_thread::sleep_for(1ms); // nothing pending: let time pass
-    }
-    return true;
-}
+using test_common::run_until;
 
 void run_for(asio::io_context& ioc, std::chrono::milliseconds d) {
     run_until(ioc, [] { return false; }, d);
@@ -1024,71 +1015,40 @@ canned reply(unsigned status, std::string body, decltype(canned::crc) crc = cann
     return c;
 }
 
+// Plays `script` in order (a 500 once it runs out), with DynamoDB's headers: a request id
+// per request, the body's CRC32 as `canned` says, the error type.
 class scripted_server {
 public:
     explicit scripted_server(asio::io_context& ioc)
-        : acceptor_(ioc, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
-        accept();
-    }
+        : server_(ioc, [this](test_common::server_request const&, int) { return next(); }) {}
 
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()); }
+    std::string url() const { return server_.url(); }
 
     std::deque<canned> script;
-    std::vector<bhttp::request<bhttp::string_body>> received;
 
 private:
-    struct conn {
-        explicit conn(asio::ip::tcp::socket s) : sock(std::move(s)) {}
-        asio::ip::tcp::socket sock;
-        boost::beast::flat_buffer buf;
-        bhttp::request<bhttp::string_body> req;
-        bhttp::response<bhttp::string_body> res;
-    };
+    test_common::http_server server_;
 
-    void accept() {
-        acceptor_.async_accept([this](error_code ec, asio::ip::tcp::socket s) {
-            if (ec) return;
-            serve(std::make_shared<conn>(std::move(s)));
-            accept();
-        });
+public:
+    std::vector<test_common::server_request> const& received = server_.stats().seen;
+
+private:
+    test_common::reply next() {
+        canned k;
+        if (!script.empty()) {
+            k = script.front();
+            script.pop_front();
+        } else {
+            k.status = 500;
+            k.body = R"({"__type":"x#InternalServerError","message":"script exhausted"})";
+        }
+        if (k.hang) return test_common::reply_of(test_common::reply::hang);
+        std::vector<std::pair<std::string, std::string>> headers{{"x-amzn-RequestId", "REQ" + std::to_string(received.size())}};
+        if (k.crc != canned::none)
+            headers.emplace_back("x-amz-crc32", std::to_string(baton::detail::dynamodb::crc32(k.body) + (k.crc == canned::bad ? 1u : 0u)));
+        if (!k.error_type.empty()) headers.emplace_back("x-amzn-ErrorType", k.error_type);
+        return test_common::answer(k.status, k.body, headers);
     }
-
-    void serve(std::shared_ptr<conn> c) {
-        c->req = {};
-        bhttp::async_read(c->sock, c->buf, c->req, [this, c](error_code ec, std::size_t) {
-            if (ec) return;
-            received.push_back(c->req);
-            canned k;
-            if (!script.empty()) {
-                k = script.front();
-                script.pop_front();
-            } else {
-                k.status = 500;
-                k.body = R"({"__type":"x#InternalServerError","message":"script exhausted"})";
-            }
-            if (k.hang) {
-                hung_.push_back(c);
-                return;
-            }
-            c->res = {};
-            c->res.version(11);
-            c->res.result(k.status);
-            c->res.set("x-amzn-RequestId", "REQ" + std::to_string(received.size()));
-            if (k.crc != canned::none)
-                c->res.set("x-amz-crc32",
-                           std::to_string(baton::detail::dynamodb::crc32(k.body) + (k.crc == canned::bad ? 1u : 0u)));
-            if (!k.error_type.empty()) c->res.set("x-amzn-ErrorType", k.error_type);
-            c->res.body() = k.body;
-            c->res.keep_alive(true);
-            c->res.prepare_payload();
-            bhttp::async_write(c->sock, c->res, [this, c](error_code e, std::size_t) {
-                if (!e) serve(c);
-            });
-        });
-    }
-
-    asio::ip::tcp::acceptor acceptor_;
-    std::vector<std::shared_ptr<conn>> hung_;
 };
 
 struct scripted_fixture {

@@ -10,6 +10,7 @@
 #include <baton/file.hpp>
 
 #include <doctest/doctest.h>
+#include <test_common/run_op.hpp>
 #include <test_common/fenced_scenarios.hpp>
 #include <test_common/fixtures.hpp>
 #include <test_common/kv_scenarios.hpp>
@@ -97,18 +98,7 @@ baton::lease_options options(std::string owner) {
     return o;
 }
 
-// Runs `ioc` until `done()` or `limit` passes; false on timeout.
-template <class Pred>
-bool run_until(asio::io_context& ioc, Pred done, steady::duration limit) {
-    auto const end = steady::now() + limit;
-    while (!done()) {
-        auto const now = steady::now();
-        if (now >= end) return false;
-        if (ioc.stopped()) ioc.restart();
-        if (ioc.run_one_for(std::min<steady::duration>(end - now, 20ms)) == 0) std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
+using test_common::run_until;
 
 // Lets real time pass while timers and renewals run.
 void run_for(asio::io_context& ioc, steady::duration d) {

@@ -6,9 +6,11 @@
 #include <baton/backend/s3.hpp>
 #include <baton/baton.hpp>
 #include <baton/recipe/detail/lease_record.hpp>
-#include <test_common/fixtures.hpp>
 #include <test_common/fenced_scenarios.hpp>
+#include <test_common/fixtures.hpp>
+#include <test_common/http_server.hpp>
 #include <test_common/kv_scenarios.hpp>
+#include <test_common/run_op.hpp>
 
 #include <doctest/doctest.h>
 
@@ -53,18 +55,7 @@ using namespace std::chrono_literals;
 
 // ---- running operations to completion, bounded ---------------------------------------
 
-template <class Pred>
-bool run_until(net::io_context& ioc, Pred done, std::chrono::steady_clock::duration limit = 30s) {
-    auto const end = std::chrono::steady_clock::now() + limit;
-    if (ioc.stopped()) ioc.restart();
-    while (!done()) {
-        auto const now = std::chrono::steady_clock::now();
-        if (now >= end) return false;
-        ioc.run_one_for(std::min<std::chrono::steady_clock::duration>(end - now, 50ms));
-        if (ioc.stopped()) ioc.restart();
-    }
-    return true;
-}
+using test_common::run_until;
 
 // Lets time pass while the io_context keeps running (renewals, timers).
 void run_for(net::io_context& ioc, std::chrono::steady_clock::duration d) {
@@ -176,24 +167,9 @@ baton::lease_options short_lease(std::string key, std::string owner) {
 
 // ---- a scripted S3 server ---------------------------------------------------------------
 
-using server_request = bhttp::request<bhttp::string_body>;
-using server_response = bhttp::response<bhttp::string_body>;
-
-struct reply {
-    enum kind_t { respond, hang, close_now } kind = respond;
-    server_response msg;
-};
-
-reply answer(unsigned status, std::string body = {}, std::vector<std::pair<std::string, std::string>> headers = {}) {
-    reply r;
-    r.msg.result(status);
-    r.msg.version(11);
-    r.msg.keep_alive(true);
-    for (auto& [k, v] : headers) r.msg.set(k, v);
-    r.msg.body() = std::move(body);
-    r.msg.prepare_payload();
-    return r;
-}
+using test_common::answer;
+using test_common::reply;
+using test_common::server_request;
 
 reply s3_error(unsigned status, std::string const& code, std::string const& message = "scripted") {
     return answer(status,
@@ -202,52 +178,13 @@ reply s3_error(unsigned status, std::string const& code, std::string const& mess
                   {{"Content-Type", "application/xml"}});
 }
 
-struct fake_state {
-    explicit fake_state(net::io_context& ioc) : acceptor(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {}
-    tcp::acceptor acceptor;
-    std::deque<reply> script;
-    std::vector<server_request> seen;
-};
-
-net::awaitable<void> fake_serve(std::shared_ptr<fake_state> st, tcp::socket s) {
-    boost::beast::flat_buffer buf;
-    for (;;) {
-        server_request req;
-        auto [ec, n] = co_await bhttp::async_read(s, buf, req, net::as_tuple(net::use_awaitable));
-        if (ec) co_return;
-        st->seen.push_back(req);
-        reply r = st->script.empty() ? s3_error(500, "InternalError", "script ran out") : std::move(st->script.front());
-        if (!st->script.empty()) st->script.pop_front();
-        if (r.kind == reply::close_now) co_return;
-        if (r.kind == reply::hang) {
-            char c = 0;
-            co_await s.async_read_some(net::buffer(&c, 1), net::as_tuple(net::use_awaitable));
-            co_return;
-        }
-        auto [wec, wn] = co_await bhttp::async_write(s, r.msg, net::as_tuple(net::use_awaitable));
-        if (wec) co_return;
-    }
-}
-
-net::awaitable<void> fake_accept(std::shared_ptr<fake_state> st) {
-    for (;;) {
-        auto [ec, sock] = co_await st->acceptor.async_accept(net::as_tuple(net::use_awaitable));
-        if (ec) co_return;
-        net::co_spawn(st->acceptor.get_executor(), fake_serve(st, std::move(sock)), net::detached);
-    }
-}
-
+// The suite's S3 server: plays the replies queued with `then`, and a 500 once they run out.
 struct fake_s3 {
-    explicit fake_s3(net::io_context& ioc) : st(std::make_shared<fake_state>(ioc)) {
-        net::co_spawn(ioc, fake_accept(st), net::detached);
-    }
-    ~fake_s3() {
-        error_code ignored;
-        st->acceptor.close(ignored);
-    }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(st->acceptor.local_endpoint().port()); }
-    void then(reply r) { st->script.push_back(std::move(r)); }
-    std::shared_ptr<fake_state> st;
+    explicit fake_s3(net::io_context& ioc) : server(ioc, s3_error(500, "InternalError", "script ran out")) {}
+    std::string url() const { return server.url(); }
+    void then(reply r) { server.then(std::move(r)); }
+    std::vector<server_request> const& seen() const { return server.stats().seen; }
+    test_common::http_server server;
 };
 
 // Scripted replies come at once, but a loaded machine may take a while to serve them: 5 s, and
@@ -289,8 +226,8 @@ TEST_CASE("requests: path-style target with the key encoded once, preconditions,
     f.then(answer(204));
     auto [eec, er] = run<baton::erase_result>(ioc, b.async_erase("k", precondition::matches("\"v2\"")));
     REQUIRE(!eec);
-    REQUIRE(f.st->seen.size() == 3);
-    auto const& put1 = f.st->seen[0];
+    REQUIRE(f.seen().size() == 3);
+    auto const& put1 = f.seen()[0];
     CHECK(put1.method() == bhttp::verb::put);
     CHECK(put1.target() == "/bucket/pre/a%20b/c%2Bd%3F%C3%A9");
     CHECK(header(put1, "If-None-Match") == "*");
@@ -298,9 +235,9 @@ TEST_CASE("requests: path-style target with the key encoded once, preconditions,
     CHECK(header(put1, "Authorization").find("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") == 0);
     CHECK(header(put1, "Authorization").find("x-amz-content-sha256") != std::string::npos);
     CHECK(header(put1, "Authorization").find("if-none-match") != std::string::npos);
-    CHECK(header(f.st->seen[1], "If-Match") == "\"v1\"");
-    CHECK(f.st->seen[2].method() == bhttp::verb::delete_);
-    CHECK(header(f.st->seen[2], "If-Match") == "\"v2\"");
+    CHECK(header(f.seen()[1], "If-Match") == "\"v1\"");
+    CHECK(f.seen()[2].method() == bhttp::verb::delete_);
+    CHECK(header(f.seen()[2], "If-Match") == "\"v2\"");
 }
 
 TEST_CASE("ambiguous and failed conditional writes are reported, never retried") {
@@ -362,7 +299,7 @@ TEST_CASE("ambiguous and failed conditional writes are reported, never retried")
     f.then(c);
     CHECK(put().first == errc::unknown_outcome);
     // Nothing was resent: one request per call.
-    CHECK(f.st->seen.size() == 14);
+    CHECK(f.seen().size() == 14);
 }
 
 TEST_CASE("gets: ETag is the version, 404 NoSuchKey is absent, a missing bucket is an error") {
@@ -407,10 +344,10 @@ TEST_CASE("listing follows continuation tokens, decodes keys and ETags, and refu
     CHECK(page.entries[0].version == "\"e1\"");
     CHECK(page.entries[1].key == "l/b c");
     CHECK(!page.truncated);
-    REQUIRE(f.st->seen.size() == 2);
-    CHECK(f.st->seen[0].target() ==
+    REQUIRE(f.seen().size() == 2);
+    CHECK(f.seen()[0].target() ==
           "/bucket?list-type=2&prefix=pre%2Fl%2F&start-after=pre%2Fl%2F0&max-keys=10&encoding-type=url");
-    CHECK(f.st->seen[1].target() ==
+    CHECK(f.seen()[1].target() ==
           "/bucket?list-type=2&prefix=pre%2Fl%2F&continuation-token=t%2F1%2B%3D&max-keys=9&encoding-type=url");
 
     f.then(answer(200, "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>"));
@@ -459,10 +396,10 @@ TEST_CASE("credentials from a provider: fetched before the first request; after 
     auto& g1 = std::get<1>(g1_result);
     INFO(g1.diag.to_string());
     CHECK_FALSE(ec1);
-    REQUIRE(f.st->seen.size() == 2);
-    CHECK(f.st->seen[0].target() == "/creds");
-    CHECK(header(f.st->seen[1], "Authorization").find("Credential=AKIDFIRST/") != std::string::npos);
-    CHECK(header(f.st->seen[1], "X-Amz-Security-Token") == "tok");
+    REQUIRE(f.seen().size() == 2);
+    CHECK(f.seen()[0].target() == "/creds");
+    CHECK(header(f.seen()[1], "Authorization").find("Credential=AKIDFIRST/") != std::string::npos);
+    CHECK(header(f.seen()[1], "X-Amz-Security-Token") == "tok");
 
     // Cached: the next request goes straight out. The service says the token expired (it refused
     // the request unprocessed): the provider fetches afresh and the same request goes out again.
@@ -475,19 +412,19 @@ TEST_CASE("credentials from a provider: fetched before the first request; after 
     INFO(g2.diag.to_string());
     CHECK_FALSE(ec2);
     CHECK(provider.fetch_count() == 2);
-    REQUIRE(f.st->seen.size() == 5);
-    CHECK(header(f.st->seen[2], "Authorization").find("Credential=AKIDFIRST/") != std::string::npos);
-    CHECK(f.st->seen[3].target() == "/creds");
-    CHECK(f.st->seen[4].target() == f.st->seen[2].target());
-    CHECK(header(f.st->seen[4], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
+    REQUIRE(f.seen().size() == 5);
+    CHECK(header(f.seen()[2], "Authorization").find("Credential=AKIDFIRST/") != std::string::npos);
+    CHECK(f.seen()[3].target() == "/creds");
+    CHECK(f.seen()[4].target() == f.seen()[2].target());
+    CHECK(header(f.seen()[4], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
 
     // The new credentials are cached: the next request goes straight out with them.
     f.then(s3_error(404, "NoSuchKey"));
     auto [ec3, g3] = run<baton::get_result>(ioc, b.async_get("k"));
     CHECK_FALSE(ec3);
     CHECK(provider.fetch_count() == 2);
-    REQUIRE(f.st->seen.size() == 6);
-    CHECK(header(f.st->seen[5], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
+    REQUIRE(f.seen().size() == 6);
+    CHECK(header(f.seen()[5], "Authorization").find("Credential=AKIDSECOND/") != std::string::npos);
 }
 
 TEST_CASE("no credentials anywhere: the request fails with no_credentials listing the sources, nothing is sent") {
@@ -509,7 +446,7 @@ TEST_CASE("no credentials anywhere: the request fails with no_credentials listin
     CHECK(r.diag.message.find("profile") != std::string::npos);
     CHECK(r.diag.message.find("container") != std::string::npos);
     CHECK(r.diag.message.find("instance metadata") != std::string::npos);
-    CHECK(f.st->seen.empty());
+    CHECK(f.seen().empty());
 
     baton::s3_backend_params both = p;
     both.credentials.access_key_id = "AKID";
