@@ -12,6 +12,8 @@
 //      (every live worker within one of the fair share), after one worker of W dies.
 //   3. Time until the table is balanced after a worker joins.
 
+#include "common.hpp"
+
 #include <baton/backend/memory.hpp>
 #include <baton/recipe/lease_table.hpp>
 #include <baton/sim.hpp>
@@ -37,53 +39,31 @@ namespace sim = baton::sim;
 using namespace std::chrono_literals;
 using vclock = sim::virtual_clock;
 
+// Requests of each kind, and what reads and listings bring back: keys, versions, bodies.
 struct counts {
     long writes = 0, reads = 0, lists = 0;
-    long long bytes_returned = 0; // what reads and listings bring back: keys, versions, bodies
+    long long bytes_returned = 0;
+
+    bool on_request(bench::store_op op) {
+        switch (op) {
+        case bench::store_op::get: ++reads; break;
+        case bench::store_op::put:
+        case bench::store_op::erase: ++writes; break;
+        case bench::store_op::list: ++lists; break;
+        case bench::store_op::probe: break;
+        }
+        return true;
+    }
+    void on_answer(bench::store_op, baton::error_code, baton::get_result const& r) {
+        if (r.found) bytes_returned += static_cast<long long>(r.found->key.size() + r.found->body.size() + r.found->version.size());
+    }
+    void on_answer(bench::store_op, baton::error_code, baton::list_page const& p) {
+        for (auto const& e : p.entries) bytes_returned += static_cast<long long>(e.key.size() + e.version.size());
+    }
 };
 
 // The memory store, counting requests.
-class counting_store {
-public:
-    using executor_type = baton::memory_backend::executor_type;
-    counting_store(baton::memory_backend inner, std::shared_ptr<counts> c) : inner_(std::move(inner)), c_(std::move(c)) {}
-    executor_type get_executor() const { return inner_.get_executor(); }
-    template <class H>
-    void async_get(std::string key, H&& h) {
-        ++c_->reads;
-        inner_.async_get(std::move(key), [c = c_, h = std::forward<H>(h)](baton::error_code ec, baton::get_result r) mutable {
-            if (r.found) c->bytes_returned += static_cast<long long>(r.found->key.size() + r.found->body.size() + r.found->version.size());
-            std::move(h)(ec, std::move(r));
-        });
-    }
-    template <class H>
-    void async_put(std::string key, std::string body, baton::precondition pc, H&& h) {
-        ++c_->writes;
-        inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<H>(h));
-    }
-    template <class H>
-    void async_erase(std::string key, baton::precondition pc, H&& h) {
-        ++c_->writes;
-        inner_.async_erase(std::move(key), std::move(pc), std::forward<H>(h));
-    }
-    template <class H>
-    void async_list(std::string prefix, std::string after, std::size_t limit, H&& h) {
-        ++c_->lists;
-        inner_.async_list(std::move(prefix), std::move(after), limit,
-                          [c = c_, h = std::forward<H>(h)](baton::error_code ec, baton::list_page p) mutable {
-                              for (auto const& e : p.entries) c->bytes_returned += static_cast<long long>(e.key.size() + e.version.size());
-                              std::move(h)(ec, std::move(p));
-                          });
-    }
-    template <class H>
-    void async_probe(H&& h) {
-        inner_.async_probe(std::forward<H>(h));
-    }
-
-private:
-    baton::memory_backend inner_;
-    std::shared_ptr<counts> c_;
-};
+using counting_store = bench::counting_store<baton::memory_backend, counts>;
 
 using table_t = baton::basic_lease_table<counting_store, sim::manual_clock>;
 
