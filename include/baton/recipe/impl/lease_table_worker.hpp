@@ -206,7 +206,10 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
         view.declared_ttl[name] = b.ttl;
     };
     auto [wec, workers_listed, listed] = co_await refresh_view(wprefix, wants_worker, apply_worker);
-    if (!wec) std::erase_if(view.workers, [&](auto const& kv) { return !workers_listed.count(kv.first); });
+    if (!wec) {
+        auto const& present = workers_listed; // a lambda may not capture a structured binding (clang 14)
+        std::erase_if(view.workers, [&present](auto const& kv) { return !present.count(kv.first); });
+    }
     std::string const sprefix = shard_prefix();
     auto wants_shard = [&](std::string const& id, list_entry const& e, std::chrono::nanoseconds) {
         auto it = view.shards.find(id);
@@ -227,7 +230,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
     auto [sec, shards_listed, shards_at] = co_await refresh_view(sprefix, wants_shard, apply_shard);
     (void)shards_at;
     if (!sec) {
-        std::erase_if(view.shards, [&](auto const& kv) { return !shards_listed.count(kv.first); });
+        auto const& present = shards_listed;
+        std::erase_if(view.shards, [&present](auto const& kv) { return !present.count(kv.first); });
         // Owners named by shards without a worker record: only from a listing of the
         // workers that succeeded now (a failed one proves no absence).
         std::set<std::string, std::less<>> named;
