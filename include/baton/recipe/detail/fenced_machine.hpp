@@ -109,21 +109,12 @@ public:
             if (r.current) return decide(*r.current);
             return read();
         }
-        if (ec == boost::asio::error::operation_aborted) return cancelled_after_sending(inflight_);
-        if (outcome_unknown(ec)) {
-            this->doubt(inflight_);
-            return backoff(ec, /*always_read=*/true);
-        }
-        return backoff(ec, false);
+        return this->write_failed(ec, inflight_);
     }
 
     machine_step on_get(error_code ec, get_result const& r) {
         ++requests_;
-        if (ec) {
-            diag_ = r.diag;
-            if (stopping_) return give_up(ec);
-            return backoff(ec, false);
-        }
+        if (ec) return this->read_failed(ec, r.diag);
         if (!r.found) return decide_absent();
         return decide(*r.found);
     }

@@ -161,10 +161,8 @@ public:
     machine_step on_get(error_code ec, get_result const& r) {
         ++requests_;
         if (ec) {
-            diag_ = r.diag;
             blame_.reset();
-            if (stopping_) return give_up(ec);
-            return backoff(ec, false);
+            return this->read_failed(ec, r.diag);
         }
         if (!r.found) return decide_absent();
         return decide(*r.found);

@@ -144,21 +144,12 @@ public:
                 return *s;
             return read();
         }
-        if (ec == boost::asio::error::operation_aborted) return cancelled_after_sending(inflight_);
-        if (outcome_unknown(ec)) {
-            this->doubt(inflight_);
-            return backoff(ec, /*always_read=*/true);
-        }
-        return backoff(ec, false);
+        return this->write_failed(ec, inflight_);
     }
 
     machine_step on_get(error_code ec, get_result const& r) {
         ++requests_;
-        if (ec) {
-            diag_ = r.diag;
-            if (stopping_) return give_up(ec);
-            return backoff(ec, false);
-        }
+        if (ec) return this->read_failed(ec, r.diag);
         std::optional<shard_seen> now;
         if (r.found) {
             shard_body b;

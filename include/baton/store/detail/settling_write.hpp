@@ -84,6 +84,25 @@ protected:
         return read();
     }
 
+    // A write that failed with `ec`, other than refused: cancelled after it may have been sent,
+    // in doubt (read back after the policy's pause), or failed for sure (sent again after it).
+    machine_step write_failed(error_code ec, Attempt const& inflight) {
+        if (ec == boost::asio::error::operation_aborted) return cancelled_after_sending(inflight);
+        if (outcome_unknown(ec)) {
+            doubt(inflight);
+            return backoff(ec, /*always_read=*/true);
+        }
+        return backoff(ec, false);
+    }
+
+    // A read that failed with `ec`: the end when it was the settling read of a stop, else
+    // read again after the policy's pause.
+    machine_step read_failed(error_code ec, diagnostics const& d) {
+        diag_ = d;
+        if (stopping_) return give_up(ec);
+        return backoff(ec, false);
+    }
+
     // Fails with `ec`, or with unknown_outcome when a write of this call may have landed.
     machine_step give_up(error_code ec) {
         if (doubts_.empty()) return self().finish(ec);
