@@ -37,13 +37,11 @@ using baton::error_code;
 using vclock = sim::virtual_clock;
 using timer_for_test = asio::basic_waitable_timer<vclock, asio::wait_traits<vclock>, asio::any_io_executor>;
 
-// Counts the writes (puts) that reach the store, by key prefix.
-class counting_store {
+// Counts the reads, listings and writes (puts, by key prefix) that reach the store.
+class counting_store : public test_common::forwarding_store<baton::memory_backend> {
 public:
-    using executor_type = baton::memory_backend::executor_type;
     counting_store(baton::memory_backend inner, std::shared_ptr<std::map<std::string, int>> counts)
-        : inner_(std::move(inner)), counts_(std::move(counts)) {}
-    executor_type get_executor() const { return inner_.get_executor(); }
+        : forwarding_store(std::move(inner)), counts_(std::move(counts)) {}
     template <class H>
     void async_get(std::string key, H&& h) {
         ++(*counts_)["reads"];
@@ -55,22 +53,13 @@ public:
         inner_.async_put(std::move(key), std::move(body), std::move(pc), std::forward<H>(h));
     }
     template <class H>
-    void async_erase(std::string key, baton::precondition pc, H&& h) {
-        inner_.async_erase(std::move(key), std::move(pc), std::forward<H>(h));
-    }
-    template <class H>
     void async_list(std::string prefix, std::string after, std::size_t limit, H&& h) {
         ++(*counts_)["lists"];
         inner_.async_list(std::move(prefix), std::move(after), limit, std::forward<H>(h));
     }
-    template <class H>
-    void async_probe(H&& h) {
-        inner_.async_probe(std::forward<H>(h));
-    }
     baton::memory_backend& inner() { return inner_; }
 
 private:
-    baton::memory_backend inner_;
     std::shared_ptr<std::map<std::string, int>> counts_;
 };
 
