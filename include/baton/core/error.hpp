@@ -115,6 +115,16 @@ inline bool is_retryable(error_code const& ec) noexcept {
     return ec == condition::retryable;
 }
 
+namespace detail {
+// The store or the settings refused the request before applying anything, and sending it again
+// cannot help: a missing bucket or table, refused credentials, a store without what a recipe
+// needs, bad input.
+inline bool refused_by_setup(error_code const& ec) noexcept {
+    return ec == errc::invalid_argument || ec == errc::auth_failed || ec == errc::capability_missing ||
+           ec == errc::not_found;
+}
+} // namespace detail
+
 /** What the service (or baton's own checks) said about a failed operation.
 
     Kept apart from the error code so that codes stay comparable while the

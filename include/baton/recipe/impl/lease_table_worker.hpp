@@ -114,8 +114,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::worker_loop()
         if (abandoned) co_return;
         if (ec) {
             if (stopping) continue;
-            if (ec == errc::foreign_record || ec == errc::capability_missing || ec == errc::invalid_argument ||
-                ec == errc::auth_failed || ec == errc::not_found) {
+            if (ec == errc::foreign_record || detail::refused_by_setup(ec)) {
                 last_diag = lease->last_diagnostics();
                 finish_run(ec);
                 co_return;

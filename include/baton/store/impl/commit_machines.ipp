@@ -20,8 +20,7 @@ using store_id = machine_step::store_id;
 
 // Errors that mean the request was refused before anything was applied.
 BATON_DECL bool sent_nothing(error_code const& ec) {
-    return ec == errc::invalid_argument || ec == errc::auth_failed || ec == errc::no_credentials ||
-           ec == errc::capability_missing || ec == errc::not_found;
+    return refused_by_setup(ec) || ec == errc::no_credentials;
 }
 
 // A pointer read of `key` in the lock store.
