@@ -79,8 +79,8 @@ struct timer_of<Host> {
      static constexpr bool passes_store_aborts = true;
                                        a store's own operation_aborted reaches the machine as it is
    The machine answers on_wait and on_cancel, and on_get / on_put / on_erase / on_list /
-   on_probe for the requests it makes. `start`, `on_get`, `on_put` and `on_wait` may take the
-   participant's own time as a last argument (nanoseconds since the Clock's epoch).
+   on_probe for the requests it makes. `start`, `on_get` and `on_wait` may take the participant's
+   own time as a last argument (nanoseconds since the Clock's epoch).
    `stopping()`, when the machine has it, marks a settling read that must not be cancelled. */
 template <class Ctx>
 struct machine_driver {
@@ -101,8 +101,7 @@ struct machine_driver {
 
     template <class Self>
     static void answer(Ctx& c, Self& self, error_code ec, put_result r) {
-        if constexpr (requires(machine& mm) { mm.on_put(ec, r, ns{}); }) step(c, self, c.m->on_put(unasked_abort(self, ec), r, now(c)));
-        else if constexpr (requires(machine& mm) { mm.on_put(ec, r); }) step(c, self, c.m->on_put(unasked_abort(self, ec), r));
+        if constexpr (requires(machine& mm) { mm.on_put(ec, r); }) step(c, self, c.m->on_put(unasked_abort(self, ec), r));
     }
     template <class Self>
     static void answer(Ctx& c, Self& self, error_code ec, erase_result r) {
@@ -253,8 +252,7 @@ private:
     static constexpr bool answers_get = requires(machine& mm) { mm.on_get(error_code{}, get_result{}); } ||
                                         requires(machine& mm) { mm.on_get(error_code{}, get_result{}, ns{}); };
     static constexpr bool answers_wait = requires(machine& mm) { mm.on_wait(); } || requires(machine& mm) { mm.on_wait(ns{}); };
-    static constexpr bool answers_put = requires(machine& mm) { mm.on_put(error_code{}, put_result{}); } ||
-                                        requires(machine& mm) { mm.on_put(error_code{}, put_result{}, ns{}); };
+    static constexpr bool answers_put = requires(machine& mm) { mm.on_put(error_code{}, put_result{}); };
     static constexpr bool answers_erase = requires(machine& mm) { mm.on_erase(error_code{}, erase_result{}); };
     static constexpr bool answers_list = requires(machine& mm) { mm.on_list(error_code{}, list_page{}); };
     static constexpr bool answers_probe = requires(machine& mm) { mm.on_probe(error_code{}, capabilities{}); };
