@@ -333,6 +333,8 @@ using s3_backend = basic_s3_backend<>;
 
 } // namespace baton
 
+#include <baton/backend/impl/s3.hpp>
+
 #ifdef BATON_SEPARATE_COMPILATION
 // The request code of the S3 store is compiled once, in <baton/src.hpp>.
 namespace baton::detail {
