@@ -180,9 +180,11 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
     // (`listed`: when the listing came back) are read 16 at a time, and each record found is
     // handed to `apply(name, record)`. Returns the listing's error, the names it showed (a
     // failed listing proves no absence) and when it came back.
-    template <class Wants, class Apply>
+    // (Type-erased: one coroutine for both halves of a scan, compiled once per table type.)
+    using wants_fn = std::function<bool(std::string const&, list_entry const&, std::chrono::nanoseconds)>;
+    using apply_fn = std::function<void(std::string const&, record const&)>;
     awaitable<std::tuple<error_code, std::set<std::string, std::less<>>, std::chrono::nanoseconds>> refresh_view(
-        std::string const& prefix, Wants& wants, Apply& apply) {
+        std::string const& prefix, wants_fn const& wants, apply_fn const& apply) {
         std::set<std::string, std::less<>> present;
         auto [ec, entries] = co_await list_all(prefix);
         auto const listed = now();

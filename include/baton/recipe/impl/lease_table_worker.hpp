@@ -171,7 +171,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
             auto const it = view.workers.find(*name);
             if (it != view.workers.end() && it->second.decoded && it->second.term < t) named_later.insert(*name);
         }
-    auto wants_worker = [&](std::string const& name, list_entry const& e, std::chrono::nanoseconds listed) {
+    wants_fn const wants_worker = [&](std::string const& name, list_entry const& e, std::chrono::nanoseconds listed) {
         auto& w = view.workers[name];
         bool const stale = named_later.count(name) != 0;
         if (w.version == e.version && w.decoded && !stale) return false;
@@ -183,7 +183,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
         w.version = e.version;
         return !(w.decoded && !full && !long_lived && !stale && !w.released);
     };
-    auto apply_worker = [&](std::string const& name, record const& r) {
+    apply_fn const apply_worker = [&](std::string const& name, record const& r) {
         auto& w = view.workers[name];
         detail::lease_body b;
         diagnostics d;
@@ -210,7 +210,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
         std::erase_if(view.workers, [&present](auto const& kv) { return !present.count(kv.first); });
     }
     std::string const sprefix = shard_prefix();
-    auto wants_shard = [&](std::string const& id, list_entry const& e, std::chrono::nanoseconds) {
+    wants_fn const wants_shard = [&](std::string const& id, list_entry const& e, std::chrono::nanoseconds) {
         auto it = view.shards.find(id);
         if (it != view.shards.end() && it->second.version == e.version) return false;
         // Another live worker's checkpoints change its shards' versions all the time; they
@@ -220,7 +220,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
                  it->second.body.owner != opts.worker && it->second.body.requested_by != opts.worker &&
                  view.term_live(it->second.body.owner, it->second.body.term));
     };
-    auto apply_shard = [&](std::string const& id, record const& r) {
+    apply_fn const apply_shard = [&](std::string const& id, record const& r) {
         detail::shard_body b;
         diagnostics d;
         if (detail::decode_shard_body(r.body, b, d)) return; // foreign: left alone
