@@ -1,6 +1,6 @@
 // baton::http::client against real TCP and TLS peers: servers that each test starts in this
 // process on 127.0.0.1 (ephemeral ports), on the same io_context as the client. Every wait is
-// bounded (run_one_for against a deadline); nothing sleeps.
+// bounded (run_until against a deadline).
 #include <test_common/fixtures.hpp>
 #include <test_common/http_server.hpp>
 #include <test_common/run_op.hpp>

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -83,12 +84,19 @@ public:
         std::vector<server_request> seen; // every request, in order (read it with the io_context stopped)
     };
 
-    /// Answers as `behave` says; over TLS when `tls` is given.
-    http_server(boost::asio::io_context& ioc, behaviour behave, boost::asio::ssl::context* tls = nullptr)
-        : st_(std::make_shared<state>(ioc)) {
+    /// Answers as `behave` says.
+    http_server(boost::asio::io_context& ioc, behaviour behave) : st_(std::make_shared<state>(ioc)) {
         st_->behave = std::move(behave);
-        st_->tls = tls;
-        boost::asio::co_spawn(ioc, accept_loop(st_), boost::asio::detached);
+        boost::asio::co_spawn(ioc, accept_loop(st_, static_cast<plain*>(nullptr)), boost::asio::detached);
+    }
+
+    /// The same over TLS with `tls` (an `ssl::context` the caller keeps), plain when it is null.
+    /// A template, so that only a suite that serves TLS compiles the TLS path.
+    template <class SslContext>
+    http_server(boost::asio::io_context& ioc, behaviour behave, SslContext* tls) : st_(std::make_shared<state>(ioc)) {
+        st_->behave = std::move(behave);
+        if (tls != nullptr) boost::asio::co_spawn(ioc, accept_loop(st_, tls), boost::asio::detached);
+        else boost::asio::co_spawn(ioc, accept_loop(st_, static_cast<plain*>(nullptr)), boost::asio::detached);
     }
 
     /// Plays the replies queued with `then`, in order; `when_done` once they have run out.
@@ -134,7 +142,6 @@ private:
             : acceptor(ioc, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {}
         boost::asio::ip::tcp::acceptor acceptor;
         behaviour behave;
-        boost::asio::ssl::context* tls = nullptr;
         mutable std::mutex m; // `seen` and `script`, for servers whose io_context runs on several threads
         std::deque<reply> script;
         stats_t stats;
@@ -182,31 +189,35 @@ private:
         }
     }
 
-    static boost::asio::awaitable<void> serve(std::shared_ptr<state> st, boost::asio::ip::tcp::socket sock, int conn) {
+    struct plain {}; // the TLS context of a plain server: none
+
+    template <class Tls>
+    static boost::asio::awaitable<void> serve(std::shared_ptr<state> st, boost::asio::ip::tcp::socket sock, int conn, Tls* tls) {
         namespace net = boost::asio;
         int const open = ++st->stats.open_now;
         int seen_max = st->stats.max_open.load();
         while (open > seen_max && !st->stats.max_open.compare_exchange_weak(seen_max, open)) {}
-        if (st->tls != nullptr) {
-            net::ssl::stream<net::ip::tcp::socket> s(std::move(sock), *st->tls);
+        if constexpr (std::is_same_v<Tls, plain>) {
+            co_await exchange(st, sock, conn);
+        } else {
+            net::ssl::stream<net::ip::tcp::socket> s(std::move(sock), *tls);
             auto [ec] = co_await s.async_handshake(net::ssl::stream_base::server, net::as_tuple(net::use_awaitable));
             if (ec)
                 ++st->stats.handshake_failures;
             else
                 co_await exchange(st, s, conn);
-        } else {
-            co_await exchange(st, sock, conn);
         }
         --st->stats.open_now;
     }
 
-    static boost::asio::awaitable<void> accept_loop(std::shared_ptr<state> st) {
+    template <class Tls>
+    static boost::asio::awaitable<void> accept_loop(std::shared_ptr<state> st, Tls* tls) {
         namespace net = boost::asio;
         for (int conn = 0;; ++conn) {
             auto [ec, sock] = co_await st->acceptor.async_accept(net::as_tuple(net::use_awaitable));
             if (ec) co_return;
             ++st->stats.accepted;
-            net::co_spawn(st->acceptor.get_executor(), serve(st, std::move(sock), conn), net::detached);
+            net::co_spawn(st->acceptor.get_executor(), serve(st, std::move(sock), conn, tls), net::detached);
         }
     }
 
