@@ -264,11 +264,7 @@ private:
     };
 
     // A read on the one driver: the record as the store answers it, decoded here.
-    struct read_spec {
-        using machine = detail::one_read;
-        using result_type = std::optional<fenced_value>;
-        static constexpr bool passes_store_aborts = true; // a read: the store's answer as it is
-        static std::unique_ptr<machine> make(state&, std::string const&) { return std::make_unique<machine>(); }
+    struct read_spec : detail::one_read_spec<std::optional<fenced_value>> {
         static result_type finish(state& st, std::string const& key, machine& m, error_code& ec) {
             auto& r = m.result();
             if (ec) return std::nullopt;

@@ -404,11 +404,7 @@ private:
     }
 
     // Reads on the one driver: records as the store answers them, decoded here.
-    struct get_spec {
-        using machine = detail::one_read;
-        using result_type = std::optional<kv_entry>;
-        static constexpr bool passes_store_aborts = true; // a read: the store's answer as it is
-        static std::unique_ptr<machine> make(state&, std::string const&) { return std::make_unique<machine>(); }
+    struct get_spec : detail::one_read_spec<std::optional<kv_entry>> {
         static result_type finish(state& st, std::string const& key, machine& m, error_code& ec) {
             auto& r = m.result();
             std::optional<kv_entry> out;

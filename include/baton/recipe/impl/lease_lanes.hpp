@@ -240,12 +240,8 @@ struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::imp
 
 // async_inspect: one read of the record, on the one driver as a call of its own.
 template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Executor, class Observer>
-struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::impl::inspect_spec {
-    using machine = detail::one_read;
-    using result_type = std::optional<lease_info>;
-    static constexpr bool passes_store_aborts = true; // a read decides nothing
-
-    std::unique_ptr<machine> make(impl&, std::string const&) const { return std::make_unique<machine>(); }
+struct basic_lease<Backend, Clock, RetryPolicy, Signer, Executor, Observer>::impl::inspect_spec
+    : detail::one_read_spec<std::optional<lease_info>> {
     result_type finish(impl& s, std::string const&, machine& read, error_code& ec) const {
         s.inspect_busy = false;
         std::optional<lease_info> info;

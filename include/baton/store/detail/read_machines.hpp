@@ -19,6 +19,7 @@
 #include <boost/asio/error.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,19 @@ public:
 
 private:
     get_result result_;
+};
+
+// What every spec of a plain `one_read` on machine_op shares; a spec adds its `finish`, which
+// decodes the record for its caller.
+template <class Result>
+struct one_read_spec {
+    using machine = one_read;
+    using result_type = Result;
+    static constexpr bool passes_store_aborts = true; // a read: the store's answer as it is
+    template <class Host>
+    static std::unique_ptr<machine> make(Host&, std::string const&) {
+        return std::make_unique<machine>();
+    }
 };
 
 // One write of the call's key, answered as the store answered: for a caller that treats every
