@@ -31,7 +31,8 @@ Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3 | composed] [--faults S
   --faults SEED  the workers reach each AWS service through a seeded fault proxy
                (tests/robustness/fault_proxy.py: delays, answers dropped after the store applied
                the request, resets, blackholes); the admin commands and the checks go direct, and
-               the network is calmed once every shard is done, before the balance check
+               the network is calmed once every shard is done, and a lease left in doubt
+               is given time to settle (ttl x 3 + 1 s) before the balance check
 Skipped (exit 0, one line) when its server is not configured.
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time, uuid
@@ -179,6 +180,14 @@ def main():
                 break
             time.sleep(0.25)
         proxied.calm(proxies)
+        if proxies:
+            # A worker whose lease the faults left in doubt learns its fate by its deadline (one
+            # ttl) and, if it was lost, takes its record back after the takeover window (ttl x
+            # the default skew of 2) and a poll. The status reads records, so until then it shows
+            # a worker that no longer holds its lease as live; stopped then, that worker rightly
+            # reports the loss (exit 1) and leaves its record unreleased.
+            ttl_s = int(TTL.rstrip("s"))
+            wait_sampling(ttl_s + 2 * ttl_s + 1)
         # Balanced after the deaths and joins: every shard owned by a live worker, within one of the fair share.
         deadline = time.time() + BALANCED_WITHIN
         while True:
