@@ -92,6 +92,14 @@ struct provider_options {
     std::size_t max_response_bytes = 64u * 1024u;
     /// Largest web identity or container authorization token file accepted. Default 64 KiB.
     std::size_t max_token_file_bytes = 64u * 1024u;
+    /** The longest a `credential_process` command may run before it is killed (and the fetch fails
+        with `errc::timeout`). Default 1 min; from 1 ms to 1 hour.
+
+        It covers the whole run, so a command that asks for an MFA code or a browser login must
+        be answered within it. The command's stdout and stderr are each limited to
+        `max_response_bytes`.
+    */
+    std::chrono::milliseconds process_timeout{60'000};
 
     /// The time per `now`, or the system clock.
     std::chrono::system_clock::time_point current_time() const {

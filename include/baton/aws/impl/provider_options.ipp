@@ -31,6 +31,8 @@ BATON_DECL void provider_options::validate() const {
         throw config_error("provider_options::max_response_bytes must be at least 1024");
     if (max_token_file_bytes < 1)
         throw config_error("provider_options::max_token_file_bytes must be positive");
+    if (process_timeout < std::chrono::milliseconds(1) || process_timeout > std::chrono::hours(1))
+        throw config_error("provider_options::process_timeout must be from 1 ms to 1 hour");
     sts_http.validate();
 }
 
