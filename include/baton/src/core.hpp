@@ -34,6 +34,7 @@
 #include <baton/aws/impl/settings_rules.ipp>
 #include <baton/aws/impl/endpoint_sources.ipp>
 #include <baton/aws/impl/web_identity_sources.ipp>
+#include <baton/aws/impl/process_source.ipp>
 #include <baton/aws/impl/provider_state.ipp>
 #include <baton/store/impl/settlement.ipp>
 #include <baton/store/impl/record_store.ipp>
