@@ -36,6 +36,7 @@
 #include <baton/aws/impl/web_identity_sources.ipp>
 #include <baton/aws/impl/process_source.ipp>
 #include <baton/aws/impl/provider_state.ipp>
+#include <baton/aws/impl/sso_source.ipp>
 #include <baton/store/impl/settlement.ipp>
 #include <baton/store/impl/record_store.ipp>
 #include <baton/store/impl/recent_writers.ipp>
