@@ -15,7 +15,9 @@
     environment points baton and the AWS CLI at the same store. It also
     checks the URL (see `http::parse_endpoint`), so a bad variable is
     reported by name when it is read, not as a connection failure later.
-    (Endpoints in the shared config file's `services` sections are not read.)
+    Given the shared files and a profile, it also reads what the CLI reads
+    there: the profile's `services` section (`sts =` then an indented
+    `endpoint_url = ...`), then the profile's own `endpoint_url`.
 
     @par S3 addressing
     S3 serves a bucket two ways: virtual-hosted (`https://BUCKET.s3.REGION.amazonaws.com/KEY`)
@@ -79,6 +81,24 @@ BATON_DECL std::string endpoint_url_variable(std::string_view service_id);
 */
 BATON_DECL boost::system::result<std::optional<configured_endpoint>>
 resolve_endpoint_url(std::string_view service_id, diagnostics& diag, env_lookup const& env = process_environment());
+
+/** As above, and then the shared config of `profile_name`, as the AWS CLI reads it.
+
+    Order: `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`, else the profile's
+    `ignore_configured_endpoint_urls`, when `true`, ignores everything
+    below; `AWS_ENDPOINT_URL_<SERVICE_ID>`; `AWS_ENDPOINT_URL`; the
+    `endpoint_url` under the service's key (the id lower-cased, spaces and
+    `-` as `_`: `sts`, `sso_oidc`, `dynamodb`) in the `[services NAME]`
+    section the profile names with `services`; the profile's
+    `endpoint_url`. `source` then names the profile, the section and the
+    line.
+
+    @returns as above; also `errc::invalid_argument` when the profile names
+             a `services` section that does not exist, or a URL there is invalid.
+*/
+BATON_DECL boost::system::result<std::optional<configured_endpoint>>
+resolve_endpoint_url(std::string_view service_id, shared_config const& files, std::string_view profile_name,
+                     diagnostics& diag, env_lookup const& env = process_environment());
 
 /** The DNS suffix of the AWS partition that `region` belongs to.
 

@@ -11,14 +11,15 @@
       is `HOME`. A missing file is not an error; an unreadable, oversized,
       binary or malformed one is, with a message naming the file and line.
     - Format: INI. The config file has `[default]` and `[profile name]`
-      sections (other sections such as `[sso-session x]` and `[services x]`
-      are read and ignored); the credentials file has `[name]`. Whole-line
-      comments start with `#` or `;`; in a value, `#` or `;` after white
-      space starts a comment. An indented line continues the previous
-      value, or, when that value is empty, is a nested setting (`s3 =`
-      followed by indented `key = value` lines), which is skipped. Setting
-      names are case-insensitive (stored lower-case), profile names are
-      not. The same key in both files: the credentials file wins.
+      sections, and `[sso-session name]` and `[services name]` sections
+      that profiles refer to (other sections are checked and ignored); the
+      credentials file has `[name]`. Whole-line comments start with `#` or
+      `;`; in a value, `#` or `;` after white space starts a comment. An
+      indented line continues the previous value, or, when that value is
+      empty, is a nested setting (`s3 =` followed by indented
+      `key = value` lines), kept as `s3.key`. Setting names are
+      case-insensitive (stored lower-case), section names are not. The
+      same key in both files: the credentials file wins.
     - Profile: `AWS_PROFILE`, then `AWS_DEFAULT_PROFILE`, then `default`.
     - Region: `AWS_REGION`, then `AWS_DEFAULT_REGION`, then the selected
       profile's `region`.
@@ -95,6 +96,16 @@ struct profile {
 /// Profiles by name.
 using profile_map = std::map<std::string, profile, std::less<>>;
 
+/// Every kept section of the shared files: profiles, and the config file's `[sso-session NAME]` and `[services NAME]`.
+struct shared_sections {
+    /// `[default]`, `[profile NAME]` (config file) and `[NAME]` (credentials file).
+    profile_map profiles;
+    /// `[sso-session NAME]`: IAM Identity Center settings that profiles name with `sso_session`.
+    profile_map sso_sessions;
+    /// `[services NAME]`: per-service settings (`s3 =` then an indented `endpoint_url = ...`) that profiles name with `services`.
+    profile_map services;
+};
+
 /// Which of the two shared files a text comes from: their section headers differ.
 enum class profile_file_kind {
     /// `~/.aws/config`: `[default]` and `[profile name]`.
@@ -150,6 +161,13 @@ BATON_DECL file_read read_small_file(std::string const& path, std::size_t max_by
 BATON_DECL error_code parse_profile_file(std::string_view text, profile_file_kind kind, std::string const& file,
                                      profile_map& profiles, diagnostics& diag, profile_file_limits const& limits = {});
 
+/** As `parse_profile_file`, keeping the config file's `[sso-session NAME]` and `[services NAME]` sections too.
+
+    Sections of one name are merged (later values win), as profiles are.
+*/
+BATON_DECL error_code parse_shared_file(std::string_view text, profile_file_kind kind, std::string const& file,
+                                    shared_sections& out, diagnostics& diag, profile_file_limits const& limits = {});
+
 /// Where the shared files are, and why one has no location (no `HOME`).
 struct shared_file_locations {
     /// The config file's path, or empty when it cannot be located.
@@ -188,6 +206,10 @@ BATON_DECL profile_choice choose_profile(env_lookup const& env = process_environ
 struct shared_config {
     /// Profiles merged from both files (config first; the credentials file wins for the same key).
     profile_map profiles;
+    /// The config file's `[sso-session NAME]` sections.
+    profile_map sso_sessions;
+    /// The config file's `[services NAME]` sections.
+    profile_map services;
     /// Where the files are (paths may be empty, see `shared_file_locations::problem`).
     shared_file_locations files;
     /// Whether the config file was found and read.

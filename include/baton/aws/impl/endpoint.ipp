@@ -9,7 +9,7 @@ namespace baton::aws {
 BATON_DECL std::string endpoint_url_variable(std::string_view service_id) {
     std::string name = "AWS_ENDPOINT_URL_";
     for (char c : service_id) {
-        if (c == ' ') c = '_';
+        if (c == ' ' || c == '-') c = '_';
         else if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
         name += c;
     }
@@ -49,6 +49,62 @@ resolve_endpoint_url(std::string_view service_id, diagnostics& diag, env_lookup 
         }
         return std::optional<configured_endpoint>(configured_endpoint{std::move(*url), name});
     }
+    return std::optional<configured_endpoint>();
+}
+
+BATON_DECL boost::system::result<std::optional<configured_endpoint>>
+resolve_endpoint_url(std::string_view service_id, shared_config const& files, std::string_view profile_name,
+                     diagnostics& diag, env_lookup const& env) {
+    auto const* p = files.find(profile_name);
+    std::string const label = "profile '" + detail::printable(profile_name) + "'";
+    bool const env_decides_ignore = !env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS").value_or(std::string()).empty();
+    if (!env_decides_ignore && p != nullptr) {
+        if (auto const* ignore = p->find("ignore_configured_endpoint_urls"); ignore != nullptr) {
+            std::string lower;
+            for (char c : ignore->value) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+            if (lower == "true") return std::optional<configured_endpoint>();
+            if (lower != "false") {
+                diag.message = label + " (" + ignore->where() +
+                               "): ignore_configured_endpoint_urls must be 'true' or 'false'";
+                return error_code(errc::invalid_argument);
+            }
+        }
+    }
+    // The variables first; with AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true this is "none" and the files are ignored too.
+    auto from_env = resolve_endpoint_url(service_id, diag, env);
+    if (!from_env || *from_env || p == nullptr) return from_env;
+    if (env_decides_ignore) {
+        std::string lower;
+        auto const value = env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS").value_or(std::string());
+        for (char c : value) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+        if (lower == "true") return from_env;
+    }
+    auto checked = [&](profile_setting const& s, std::string source) -> boost::system::result<std::optional<configured_endpoint>> {
+        diagnostics parse_diag;
+        if (!http::parse_endpoint(s.value, parse_diag)) {
+            diag.message = source + ": " + parse_diag.message;
+            return error_code(errc::invalid_argument);
+        }
+        return std::optional<configured_endpoint>(configured_endpoint{s.value, std::move(source)});
+    };
+    if (auto const* services = p->find("services"); services != nullptr && !services->value.empty()) {
+        auto const it = files.services.find(services->value);
+        if (it == files.services.end()) {
+            diag.message = label + " (" + services->where() + ") names services '" +
+                           detail::printable(services->value) + "', but the config file has no [services " +
+                           detail::printable(services->value) + "] section";
+            return error_code(errc::invalid_argument);
+        }
+        std::string key;
+        for (char c : service_id)
+            key += (c == ' ' || c == '-') ? '_' : (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+        key += ".endpoint_url";
+        if (auto const* url = it->second.find(key); url != nullptr && !url->value.empty())
+            return checked(*url, "[services " + detail::printable(services->value) + "] of " + label + " (" +
+                                     url->where() + ")");
+    }
+    if (auto const* url = p->find("endpoint_url"); url != nullptr && !url->value.empty())
+        return checked(*url, label + " (" + url->where() + ")");
     return std::optional<configured_endpoint>();
 }
 

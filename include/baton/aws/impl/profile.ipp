@@ -117,6 +117,15 @@ namespace baton::aws {
 
 BATON_DECL error_code parse_profile_file(std::string_view text, profile_file_kind kind, std::string const& file,
                                      profile_map& profiles, diagnostics& diag, profile_file_limits const& limits) {
+    shared_sections sections;
+    sections.profiles = std::move(profiles);
+    auto ec = parse_shared_file(text, kind, file, sections, diag, limits);
+    profiles = std::move(sections.profiles);
+    return ec;
+}
+
+BATON_DECL error_code parse_shared_file(std::string_view text, profile_file_kind kind, std::string const& file,
+                                    shared_sections& out, diagnostics& diag, profile_file_limits const& limits) {
     auto fail = [&](unsigned line, std::string const& why) -> error_code {
         diag.message = file + (line != 0 ? " line " + std::to_string(line) : std::string()) + ": " + why;
         return errc::invalid_argument;
@@ -126,10 +135,11 @@ BATON_DECL error_code parse_profile_file(std::string_view text, profile_file_kin
                            std::to_string(limits.max_bytes) + "-byte limit for shared AWS files; is it the right file?");
     if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
 
-    profile* section = nullptr;       // the profile being filled, or null in a skipped section
-    bool in_section = false;          // after any header (profile or skipped)
+    profile* section = nullptr;       // the section being filled, or null in a skipped section
+    bool in_section = false;          // after any header (kept or skipped)
     profile_setting* last = nullptr;  // the setting an indented line would continue
     bool last_is_parent = false;      // `key =` with an empty value: indented lines are nested settings
+    std::string parent;               // that key: nested settings are stored as `parent.name`
     bool last_in_skipped = false;     // the last setting belongs to a skipped section
     unsigned lineno = 0;
     std::size_t pos = 0;
@@ -152,10 +162,17 @@ BATON_DECL error_code parse_profile_file(std::string_view text, profile_file_kin
         bool const indented = detail::ini_space(raw.front());
         if (indented && (last != nullptr || last_in_skipped || last_is_parent)) {
             if (last_is_parent) {
-                // A nested setting (`s3 =` then `  max_concurrent_requests = 10`): checked, then skipped.
+                // A nested setting (`s3 =` then `  addressing_style = path`), kept as `s3.addressing_style`.
                 auto const eq = line.find('=');
-                if (eq == std::string_view::npos || baton::detail::trim(line.substr(0, eq)).empty())
-                    return fail(lineno, "expected an indented 'name = value' under the setting above");
+                auto const nested = eq == std::string_view::npos ? std::string_view() : baton::detail::trim(line.substr(0, eq));
+                if (nested.empty()) return fail(lineno, "expected an indented 'name = value' under the setting above");
+                if (section != nullptr) {
+                    std::string key = parent + "." + std::string(nested);
+                    for (char& c : key)
+                        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+                    section->settings[key] = profile_setting{
+                        std::string(detail::ini_strip_comment(baton::detail::trim(line.substr(eq + 1)))), file, lineno};
+                }
             } else if (last != nullptr) {
                 last->value += '\n';
                 last->value += detail::ini_strip_comment(line);
@@ -174,22 +191,35 @@ BATON_DECL error_code parse_profile_file(std::string_view text, profile_file_kin
                 return fail(lineno, "unexpected text after the section header's ']'");
             auto const inner = baton::detail::trim(line.substr(1, close - 1));
             std::string name;
-            bool is_profile = true;
+            profile_map* into = &out.profiles;
+            // `[word name]`: the word, then white space, then the name.
+            auto named = [&](std::string_view word) {
+                if (inner == word) return true; // the name is missing
+                if (inner.substr(0, word.size()) != word || inner.size() <= word.size() ||
+                    !detail::ini_space(inner[word.size()]))
+                    return false;
+                name = std::string(baton::detail::trim(inner.substr(word.size() + 1)));
+                return true;
+            };
             if (kind == profile_file_kind::credentials) {
                 name = std::string(inner);
             } else if (inner == "default") {
                 name = "default";
-            } else if (inner.substr(0, 7) == "profile" && inner.size() > 7 && detail::ini_space(inner[7])) {
-                name = std::string(baton::detail::trim(inner.substr(8)));
-            } else if (inner == "profile") {
-                name.clear();
+            } else if (named("profile")) {
+            } else if (named("sso-session")) {
+                into = &out.sso_sessions;
+            } else if (named("services")) {
+                into = &out.services;
             } else {
-                is_profile = false; // [sso-session x], [services x], or a section the SDKs ignore too
+                into = nullptr; // a section the SDKs ignore too
             }
-            if (is_profile && name.empty()) return fail(lineno, "a profile section without a name");
+            // The SDKs ignore a section they cannot split into a word and a name; a nameless
+            // profile is refused, as before, since it was surely meant to be one.
+            if (into != nullptr && into != &out.profiles && name.empty()) into = nullptr;
+            if (into == &out.profiles && name.empty()) return fail(lineno, "a profile section without a name");
             in_section = true;
-            if (is_profile) {
-                section = &profiles[name];
+            if (into != nullptr) {
+                section = &(*into)[name];
                 section->name = name;
             } else {
                 section = nullptr;
@@ -207,6 +237,7 @@ BATON_DECL error_code parse_profile_file(std::string_view text, profile_file_kin
             if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
         auto const value = detail::ini_strip_comment(baton::detail::trim(line.substr(eq + 1)));
         last_is_parent = value.empty();
+        parent = key;
         if (section == nullptr) {
             last_in_skipped = true;
             continue;
@@ -276,7 +307,12 @@ BATON_DECL error_code load_shared_config(shared_config& out, diagnostics& diag,
         case detail::file_read::ok: break;
         }
         found = true;
-        return parse_profile_file(text, kind, path, out.profiles, diag, limits);
+        shared_sections sections{std::move(out.profiles), std::move(out.sso_sessions), std::move(out.services)};
+        auto ec = parse_shared_file(text, kind, path, sections, diag, limits);
+        out.profiles = std::move(sections.profiles);
+        out.sso_sessions = std::move(sections.sso_sessions);
+        out.services = std::move(sections.services);
+        return ec;
     };
     if (auto ec = load(out.files.config, profile_file_kind::config, out.config_found, out.config_status)) return ec;
     return load(out.files.credentials, profile_file_kind::credentials, out.credentials_found, out.credentials_status);
