@@ -181,6 +181,34 @@ std::string sts_ok(std::string const& id, std::chrono::system_clock::time_point 
 )";
 }
 
+std::string assume_role_ok(std::string const& id, std::chrono::system_clock::time_point exp) {
+    return R"(<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult>
+    <AssumedRoleUser><Arn>arn:aws:sts::1:assumed-role/r/s</Arn><AssumedRoleId>AROA:s</AssumedRoleId></AssumedRoleUser>
+    <Credentials>
+      <AccessKeyId>)" + id + R"(</AccessKeyId>
+      <SecretAccessKey>secret-)" + id + R"(</SecretAccessKey>
+      <SessionToken>token-)" + id + R"(</SessionToken>
+      <Expiration>)" + iso(exp) + R"(</Expiration>
+    </Credentials>
+    <PackedPolicySize>6</PackedPolicySize>
+  </AssumeRoleResult>
+  <ResponseMetadata><RequestId>req-ok</RequestId></ResponseMetadata>
+</AssumeRoleResponse>
+)";
+}
+
+// The key id an AWS4-HMAC-SHA256 Authorization names, and its scope (`date/region/service/aws4_request`).
+std::pair<std::string, std::string> signed_by(server_request const& r) {
+    auto const auth = header(r, "Authorization");
+    auto const at = auth.find("Credential=");
+    if (!auth.starts_with("AWS4-HMAC-SHA256 ") || at == std::string::npos) return {"<unsigned>", ""};
+    auto const cred = auth.substr(at + 11, auth.find(',', at) - at - 11);
+    auto const slash = cred.find('/');
+    auto scope = cred.substr(slash + 1);
+    return {cred.substr(0, slash), scope.substr(scope.find('/') + 1)};
+}
+
 std::string sts_error(std::string const& code, std::string const& message) {
     return R"(<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <Error><Type>Sender</Type><Code>)" + code + "</Code><Message>" + message + R"(</Message></Error>
@@ -700,6 +728,179 @@ TEST_CASE("profile with role_arn and web_identity_token_file assumes the role th
     CHECK(f.at("RoleArn") == "arn:aws:iam::1:role/from-profile");
     CHECK(f.at("RoleSessionName") == "from-profile");
     CHECK(f.at("WebIdentityToken") == "profile-jwt");
+}
+
+TEST_CASE("profile: a chain of roles, each assumed through STS with the credentials before it, refreshed whole") {
+    net::io_context ioc;
+    creds_dir dir;
+    test_clock clock;
+    int issued = 0;
+    responder sts(ioc, [&](server_request const&) {
+        ++issued;
+        return respond(200, assume_role_ok("ASIAROLE" + std::to_string(issued), clock.now() + 1h), "text/xml");
+    });
+    test_env env;
+    env.set("HOME", dir.path.string());
+    dir.write(".aws/credentials", "[base]\naws_access_key_id = AKIDBASE\naws_secret_access_key = secret-base\n");
+    dir.write(".aws/config", "[profile deploy]\nrole_arn = arn:aws:iam::1:role/deploy\nsource_profile = middle\n"
+                             "role_session_name = nightly\nexternal_id = ext-42\nduration_seconds = 3600\n"
+                             "region = eu-central-1\nservices = local\n"
+                             "[profile middle]\nrole_arn = arn:aws:iam::1:role/middle\nsource_profile = base\n"
+                             "[services local]\nsts =\n  endpoint_url = " + sts.url() + "\n");
+    // The environment's keys are not used for a profile chosen in code, even to sign.
+    env.set("AWS_ACCESS_KEY_ID", "AKIDENV");
+    env.set("AWS_SECRET_ACCESS_KEY", "secret-env");
+    aws::provider_options opts;
+    opts.now = clock.fn();
+    auto p = aws::default_chain(ioc.get_executor(), env.lookup(), opts, "deploy");
+    auto g = get(ioc, p);
+    REQUIRE_MESSAGE(!g.ec, g.fc.diag.message);
+    CHECK(g.fc.source == "profile 'deploy'");
+    CHECK(g.fc.value->access_key_id == "ASIAROLE2");
+    CHECK(g.fc.value->session_token == "token-ASIAROLE2");
+    CHECK(*g.fc.value->expiration == std::chrono::time_point_cast<std::chrono::seconds>(clock.now() + 1h));
+    auto seen = sts.seen();
+    REQUIRE(seen.size() == 2);
+    // The inner role first, signed with the base profile's keys for STS in the profile's region.
+    auto f = form(seen[0].body());
+    CHECK(f["Action"] == "AssumeRole");
+    CHECK(f["Version"] == "2011-06-15");
+    CHECK(f["RoleArn"] == "arn:aws:iam::1:role/middle");
+    CHECK(f["RoleSessionName"].starts_with("baton-session-"));
+    CHECK(f.size() == 4);
+    CHECK(signed_by(seen[0]) == std::pair<std::string, std::string>("AKIDBASE", "eu-central-1/sts/aws4_request"));
+    CHECK(header(seen[0], "X-Amz-Security-Token") == "<none>");
+    CHECK(header(seen[0], "Content-Type") == "application/x-www-form-urlencoded; charset=utf-8");
+    // Then the outer one, signed with what the first gave, with the profile's settings.
+    f = form(seen[1].body());
+    CHECK(f["RoleArn"] == "arn:aws:iam::1:role/deploy");
+    CHECK(f["RoleSessionName"] == "nightly");
+    CHECK(f["ExternalId"] == "ext-42");
+    CHECK(f["DurationSeconds"] == "3600");
+    CHECK(signed_by(seen[1]).first == "ASIAROLE1");
+    CHECK(header(seen[1], "X-Amz-Security-Token") == "token-ASIAROLE1");
+
+    // Inside the mandatory window the whole chain runs again.
+    clock.advance(51min);
+    CHECK(p.usable_now() == nullptr);
+    g = get(ioc, p);
+    REQUIRE_FALSE(g.ec);
+    CHECK(g.fc.value->access_key_id == "ASIAROLE4");
+    CHECK(sts.requests() == 4);
+}
+
+TEST_CASE("profile: credential_source takes the first credentials from the environment or the container") {
+    net::io_context ioc;
+    creds_dir dir;
+    responder sts(ioc, [&](server_request const&) {
+        return respond(200, assume_role_ok("ASIAROLE", std::chrono::system_clock::now() + 1h), "text/xml");
+    });
+    responder container(ioc, [](server_request const&) {
+        return respond(200, creds_json("ASIACONTAINER", std::chrono::system_clock::now() + 6h));
+    });
+    test_env env;
+    env.set("HOME", dir.path.string());
+    env.set("AWS_ENDPOINT_URL_STS", sts.url());
+    dir.write(".aws/config", "[profile env]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n"
+                             "[profile ecs]\nrole_arn = arn:aws:iam::1:role/c\ncredential_source = EcsContainer\n");
+    auto p = aws::profile_credentials(ioc.get_executor(), "env", env.lookup());
+    auto g = get(ioc, p);
+    CHECK(g.ec == errc::no_credentials);
+    CHECK(g.fc.diag.message == "profile 'env': credential_source Environment of profile 'env' gave no credentials: "
+                               "AWS_ACCESS_KEY_ID not set");
+    env.set("AWS_ACCESS_KEY_ID", "AKIDENV");
+    env.set("AWS_SECRET_ACCESS_KEY", "secret-env");
+    p.invalidate();
+    g = get(ioc, p);
+    REQUIRE_MESSAGE(!g.ec, g.fc.diag.message);
+    CHECK(g.fc.value->access_key_id == "ASIAROLE");
+    CHECK(signed_by(sts.seen().at(0)).first == "AKIDENV");
+    CHECK(signed_by(sts.seen().at(0)).second == "us-east-1/sts/aws4_request"); // no region anywhere: us-east-1
+
+    env.set("AWS_CONTAINER_CREDENTIALS_FULL_URI", container.url("/c"));
+    p = aws::profile_credentials(ioc.get_executor(), "ecs", env.lookup());
+    g = get(ioc, p);
+    REQUIRE_MESSAGE(!g.ec, g.fc.diag.message);
+    CHECK(signed_by(sts.seen().at(1)).first == "ASIACONTAINER");
+    CHECK(header(sts.seen().at(1), "X-Amz-Security-Token") == "token-ASIACONTAINER");
+}
+
+TEST_CASE("profile: STS refusing a role is one clear error that never shows a secret") {
+    net::io_context ioc;
+    creds_dir dir;
+    unsigned status = 403;
+    std::string body = sts_error("AccessDenied", "User: arn:aws:iam::1:user/me is not authorized to perform: "
+                                                 "sts:AssumeRole on resource: arn:aws:iam::1:role/deploy");
+    responder sts(ioc, [&](server_request const&) { return respond(status, body, "text/xml"); });
+    test_env env;
+    env.set("HOME", dir.path.string());
+    env.set("AWS_ENDPOINT_URL_STS", sts.url());
+    auto const cfg = dir.write(".aws/config", "[profile deploy]\nrole_arn = arn:aws:iam::1:role/deploy\n"
+                                              "source_profile = base\n[profile base]\n"
+                                              "aws_access_key_id = AKIDBASE\naws_secret_access_key = secret-base\n"
+                                              "aws_session_token = token-base\n");
+    env.set("AWS_PROFILE", "deploy");
+    auto p = aws::default_chain(ioc.get_executor(), env.lookup());
+    auto g = get(ioc, p);
+    CHECK(g.ec == errc::auth_failed);
+    CHECK(g.fc.diag.http_status == 403);
+    CHECK(g.fc.diag.service_code == "AccessDenied");
+    CHECK(g.fc.diag.message ==
+          "profile 'deploy': STS AssumeRole of arn:aws:iam::1:role/deploy (" + cfg + " line 2) at " +
+              sts.url() + " refused: HTTP 403 AccessDenied: User: arn:aws:iam::1:user/me is not authorized to perform: "
+              "sts:AssumeRole on resource: arn:aws:iam::1:role/deploy (check the role's trust policy and that the "
+              "source identity may call sts:AssumeRole on it)");
+    // A service that echoes what it was sent must not carry a secret into the message.
+    status = 400;
+    body = sts_error("InvalidClientTokenId", "The security token token-base secret-base is invalid");
+    p.invalidate();
+    g = get(ioc, p);
+    CHECK(g.ec == errc::auth_failed);
+    CHECK_FALSE(contains(g.fc.diag.message, "token-base"));
+    CHECK_FALSE(contains(g.fc.diag.message, "secret-base"));
+    CHECK(contains(g.fc.diag.message, "(the source credentials were refused: check the source profile's keys)"));
+    for (auto const& [st, code, ec] : std::vector<std::tuple<unsigned, std::string, baton::errc>>{
+             {400, "Throttling", errc::throttled}, {503, "", errc::service_unavailable},
+             {400, "RegionDisabledException", errc::auth_failed}}) {
+        status = st;
+        body = code.empty() ? std::string("unavailable") : sts_error(code, "m");
+        p.invalidate();
+        CHECK_MESSAGE(get(ioc, p).ec == ec, code);
+    }
+    status = 200;
+    body = "<AssumeRoleResponse><AssumeRoleResult/></AssumeRoleResponse>";
+    p.invalidate();
+    g = get(ioc, p);
+    CHECK(g.ec == errc::invalid_response);
+    CHECK(g.fc.diag.message.ends_with(" at " + sts.url() + ": the response has no AssumeRoleResult/Credentials"));
+}
+
+TEST_CASE("default chain: keys in the environment win under AWS_PROFILE, not under a profile chosen in code") {
+    net::io_context ioc;
+    creds_dir dir;
+    responder sts(ioc, [&](server_request const&) {
+        return respond(200, assume_role_ok("ASIAROLE", std::chrono::system_clock::now() + 1h), "text/xml");
+    });
+    test_env env;
+    env.set("HOME", dir.path.string());
+    env.set("AWS_ENDPOINT_URL_STS", sts.url());
+    env.set("AWS_EC2_METADATA_DISABLED", "true");
+    dir.write(".aws/config", "[profile deploy]\nrole_arn = arn:aws:iam::1:role/deploy\nsource_profile = base\n"
+                             "[profile base]\naws_access_key_id = AKIDBASE\naws_secret_access_key = s\n");
+    env.set("AWS_ACCESS_KEY_ID", "AKIDENV");
+    env.set("AWS_SECRET_ACCESS_KEY", "secret-env");
+    env.set("AWS_PROFILE", "deploy");
+    auto p = aws::default_chain(ioc.get_executor(), env.lookup());
+    CHECK(get(ioc, p).fc.source == "environment");
+    p = aws::default_chain(ioc.get_executor(), env.lookup(), {}, "deploy");
+    auto g = get(ioc, p);
+    CHECK(g.fc.source == "profile 'deploy'");
+    CHECK(g.fc.value->access_key_id == "ASIAROLE");
+    // A profile chosen in code that is not there is an error, not a fall-through to the environment.
+    p = aws::default_chain(ioc.get_executor(), env.lookup(), {}, "ghost");
+    g = get(ioc, p);
+    CHECK(g.ec == errc::no_credentials);
+    CHECK(g.fc.diag.message.starts_with("profile 'ghost': it is not in the shared files ("));
 }
 
 // ---- the default chain -------------------------------------------------------------------------------

@@ -104,6 +104,46 @@ std::string value(aws::profile_map const& m, std::string const& profile, std::st
     return s == nullptr ? "<unset>" : s->value;
 }
 
+// What the profile planner decides, in a form a table can compare: the first source, then each role.
+struct planned {
+    error_code ec;
+    std::string problem;
+    aws::detail::profile_resolution r;
+
+    std::string text() const {
+        using aws::detail::base_kind;
+        if (ec) return "error: " + problem;
+        if (!r.plan) return "absent: " + r.absent;
+        auto const& p = *r.plan;
+        std::string out;
+        switch (p.base) {
+        case base_kind::static_keys: out = "keys " + p.keys.access_key_id; break;
+        case base_kind::web_identity: out = "web identity " + p.web.role_arn + " " + p.web.token_file; break;
+        case base_kind::sso: out = "sso " + p.sso.account_id + "/" + p.sso.role_name; break;
+        case base_kind::process: out = "process " + p.process.command; break;
+        case base_kind::environment: out = "environment"; break;
+        case base_kind::instance_metadata: out = "instance metadata"; break;
+        case base_kind::container: out = "container"; break;
+        }
+        for (auto const& role : p.roles) out += " -> " + role.role_arn;
+        return out;
+    }
+};
+
+// Plans `profile_name` (chosen in code) or, when empty, the profile the environment selects.
+planned plan_of(test_env const& env, std::string const& profile_name = {}) {
+    aws::shared_config files;
+    baton::diagnostics d;
+    auto const ec = aws::load_shared_config(files, d, env.lookup());
+    REQUIRE_MESSAGE(!ec, d.message);
+    auto const choice =
+        profile_name.empty() ? aws::choose_profile(env.lookup()) : aws::profile_choice{profile_name, "the caller"};
+    aws::detail::profile_planner planner(files, choice, profile_name.empty(), env.lookup());
+    planned out;
+    out.ec = planner.run(out.r, out.problem);
+    return out;
+}
+
 } // namespace
 
 TEST_SUITE("aws config") {
@@ -133,7 +173,7 @@ TEST_CASE("config file: sections, comments, white space, case, inline comments")
     CHECK(m.size() == 2);
 }
 
-TEST_CASE("config file: non-profile sections and nested settings are skipped, continuations join") {
+TEST_CASE("config file: sso-session and services sections and nested settings are kept, continuations join") {
     auto const m = parse_ok("[sso-session corp]\n"
                             "sso_region = us-east-1\n"
                             "[services local]\n"
@@ -155,7 +195,22 @@ TEST_CASE("config file: non-profile sections and nested settings are skipped, co
     CHECK(value(m, "a", "region") == "ap-south-1");
     CHECK(value(m, "a", "s3") == "");
     CHECK(value(m, "a", "max_concurrent_requests") == "<unset>");
+    CHECK(value(m, "a", "s3.max_concurrent_requests") == "20");
+    CHECK(value(m, "a", "s3.addressing_style") == "path");
     CHECK(value(m, "a", "note") == "first\nsecond\nthird");
+
+    aws::shared_sections all;
+    baton::diagnostics d;
+    REQUIRE_FALSE(aws::parse_shared_file("[sso-session corp]\nsso_region = us-east-1\n"
+                                         "[services local]\nS3 =\n  Endpoint_URL = http://localhost:9000 # here\n"
+                                         "[sso-session]\nx = 1\n[services]\ny = 2\n[profile a]\nregion = r\n",
+                                         aws::profile_file_kind::config, "cfg", all, d));
+    CHECK(value(all.sso_sessions, "corp", "sso_region") == "us-east-1");
+    CHECK(value(all.services, "local", "s3.endpoint_url") == "http://localhost:9000");
+    CHECK(all.services.at("local").find("s3.endpoint_url")->line == 5);
+    CHECK(all.sso_sessions.size() == 1); // a section without a name is ignored, as the SDKs ignore it
+    CHECK(all.services.size() == 1);
+    CHECK(value(all.profiles, "a", "region") == "r");
 }
 
 TEST_CASE("credentials file: section names are verbatim; later values win, sections merge") {
@@ -396,6 +451,250 @@ TEST_CASE("STS endpoint: override variables, regional, China and global defaults
     CHECK(t->ep.host == "sts.eu-west-1.amazonaws.com");
 }
 
+TEST_CASE("profile plan: the AWS CLI's order among the sources one profile can name") {
+    config_dir dir;
+    test_env env;
+    env.set("HOME", dir.path.string());
+    struct row {
+        std::string config, credentials, expected;
+    };
+    std::string const keys_c = "aws_access_key_id = AKIDCONFIG\naws_secret_access_key = s-config\n";
+    std::string const keys_k = "aws_access_key_id = AKIDCREDS\naws_secret_access_key = s-creds\n";
+    std::string const sso = "sso_start_url = https://d-1.awsapps.com/start\nsso_region = eu-west-1\n"
+                            "sso_account_id = 111122223333\nsso_role_name = ReadOnly\n";
+    std::string const base = "[profile base]\n" + keys_c;
+    for (auto const& r : std::vector<row>{
+             // role_arn with web_identity_token_file is web identity, not a role to assume
+             {"[default]\nrole_arn = arn:r/web\nweb_identity_token_file = /t\nsource_profile = base\n" + base, "",
+              "web identity arn:r/web /t"},
+             // a role to assume comes before every other source in the profile
+             {"[default]\nrole_arn = arn:r/a\nsource_profile = base\n" + sso + "credential_process = p\n" + base,
+              "[default]\n" + keys_k, "keys AKIDCONFIG -> arn:r/a"},
+             // IAM Identity Center before keys and credential_process
+             {"[default]\n" + sso + "credential_process = p\n" + keys_c, "[default]\n" + keys_k,
+              "sso 111122223333/ReadOnly"},
+             // keys in the credentials file before credential_process ...
+             {"[default]\ncredential_process = p\n", "[default]\n" + keys_k, "keys AKIDCREDS"},
+             // ... and credential_process before keys in the config file
+             {"[default]\ncredential_process = /usr/bin/creds --profile x\n" + keys_c, "",
+              "process /usr/bin/creds --profile x"},
+             {"[default]\n" + keys_c, "", "keys AKIDCONFIG"},
+             // the credentials file wins for the same key
+             {"[default]\n" + keys_c, "[default]\n" + keys_k, "keys AKIDCREDS"},
+             {"[default]\nregion = eu-west-1\n", "", "absent: has no aws_access_key_id, role_arn or other credentials"},
+         }) {
+        dir.write(".aws/config", r.config);
+        dir.write(".aws/credentials", r.credentials);
+        CHECK_MESSAGE(plan_of(env).text() == r.expected, r.config);
+    }
+}
+
+TEST_CASE("profile plan: web identity variables, AWS_PROFILE and a profile chosen in code") {
+    config_dir dir;
+    test_env env;
+    env.set("HOME", dir.path.string());
+    dir.write(".aws/config", "[default]\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = s\n"
+                             "[profile role]\nrole_arn = arn:r/role\nsource_profile = default\n"
+                             "[profile webrole]\nrole_arn = arn:r/from-profile\nweb_identity_token_file = ~/jwt\n");
+    env.set("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token");
+    env.set("AWS_ROLE_ARN", "arn:r/from-env");
+    // The variables come before keys in the profile, and keep the SDKs' name for the source.
+    auto p = plan_of(env);
+    CHECK(p.text() == "web identity arn:r/from-env /var/run/token");
+    CHECK(p.r.label == "web identity");
+    // A role to assume in the profile comes before them.
+    env.set("AWS_PROFILE", "role");
+    CHECK(plan_of(env).text() == "keys AKIDDEFAULT -> arn:r/role");
+    // Each setting from its variable first, then from the profile.
+    env.set("AWS_PROFILE", "webrole");
+    env.unset("AWS_ROLE_ARN");
+    p = plan_of(env);
+    CHECK(p.text() == "web identity arn:r/from-profile /var/run/token");
+    CHECK(p.r.label == "profile 'webrole'");
+    // Chosen in code, as --profile: the variables do not count.
+    CHECK(plan_of(env, "webrole").text() == "web identity arn:r/from-profile " + (dir.path / "jwt").string());
+    CHECK(plan_of(env, "default").text() == "keys AKIDDEFAULT");
+    // A token file without any role is an error, not a silent fall-through.
+    env.unset("AWS_PROFILE");
+    dir.write(".aws/config", "[default]\nregion = eu-west-1\n");
+    CHECK(plan_of(env).text() == "error: web identity is configured (AWS_WEB_IDENTITY_TOKEN_FILE) but no role is: set "
+                                 "AWS_ROLE_ARN or role_arn in profile 'default'");
+    // No profile at all: the variables still configure web identity; a profile chosen in code must exist.
+    fs::remove(dir.path / ".aws/config");
+    env.set("AWS_ROLE_ARN", "arn:r/from-env");
+    CHECK(plan_of(env).text() == "web identity arn:r/from-env /var/run/token");
+    CHECK(plan_of(env, "ghost").text().starts_with("error: it is not in the shared files ("));
+}
+
+TEST_CASE("profile plan: roles from source profiles, chains, credential_source, and what each needs") {
+    config_dir dir;
+    test_env env;
+    env.set("HOME", dir.path.string());
+    auto const cfg = dir.write(".aws/config", "");
+    auto plan_with = [&](std::string const& text, std::string const& profile) {
+        dir.write(".aws/config", text);
+        return plan_of(env, profile).text();
+    };
+    std::string const keys = "aws_access_key_id = AKIDBASE\naws_secret_access_key = s\n";
+    // A chain of roles, assumed from the innermost out; a source profile with keys and a role uses its keys.
+    CHECK(plan_with("[profile a]\nrole_arn = arn:r/a\nsource_profile = b\n"
+                    "[profile b]\nrole_arn = arn:r/b\nsource_profile = c\n"
+                    "[profile c]\nrole_arn = arn:r/c-ignored\nsource_profile = a\n" + keys,
+                    "a") == "keys AKIDBASE -> arn:r/b -> arn:r/a");
+    // A profile may name itself to assume its role with its own keys.
+    CHECK(plan_with("[profile self]\nrole_arn = arn:r/self\nsource_profile = self\n" + keys, "self") ==
+          "keys AKIDBASE -> arn:r/self");
+    // A source profile is read with its own sources: credential_process, SSO, web identity.
+    CHECK(plan_with("[profile a]\nrole_arn = arn:r/a\nsource_profile = p\n[profile p]\ncredential_process = run-me\n",
+                    "a") == "process run-me -> arn:r/a");
+    CHECK(plan_with("[profile a]\nrole_arn = arn:r/a\nsource_profile = w\n"
+                    "[profile w]\nrole_arn = arn:r/w\nweb_identity_token_file = /t\n",
+                    "a") == "web identity arn:r/w /t -> arn:r/a");
+    for (auto const& [source, expected] : std::vector<std::pair<std::string, std::string>>{
+             {"Environment", "environment"}, {"Ec2InstanceMetadata", "instance metadata"}, {"EcsContainer", "container"}})
+        CHECK(plan_with("[profile a]\nrole_arn = arn:r/a\ncredential_source = " + source + "\n", "a") ==
+              expected + " -> arn:r/a");
+    // The settings of the call.
+    dir.write(".aws/config", "[profile a]\nrole_arn = arn:r/a\nsource_profile = b\nrole_session_name = nightly\n"
+                             "external_id = ext-1\nduration_seconds = 7200\nregion = eu-central-1\n[profile b]\n" + keys);
+    auto p = plan_of(env, "a");
+    REQUIRE(p.r.plan);
+    REQUIRE(p.r.plan->roles.size() == 1);
+    auto const& role = p.r.plan->roles[0];
+    CHECK(role.session_name == "nightly");
+    CHECK(role.external_id == std::optional<std::string>("ext-1"));
+    CHECK(role.duration_seconds == std::optional<std::int64_t>(7200));
+    CHECK(role.sts_url == "https://sts.eu-central-1.amazonaws.com");
+    CHECK(role.signing_region == "eu-central-1");
+    CHECK(role.configured_by == cfg + " line 2"); // the selected profile's name prefixes every message already
+
+    // Every broken configuration is an error naming the profile, the line and the fix.
+    struct bad {
+        std::string config, expected;
+    };
+    for (auto const& b : std::vector<bad>{
+             {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\ncredential_source = Environment\n[profile b]\n" + keys,
+              "profile 'a' sets both source_profile (" + cfg + " line 3) and credential_source (" + cfg +
+                  " line 4); a role takes its first credentials from one of them: keep one"},
+             {"[profile a]\nrole_arn = arn:r/a\n",
+              "profile 'a' (" + cfg + " line 2) sets role_arn but neither source_profile nor credential_source; add "
+              "source_profile = NAME (a profile with credentials) or credential_source = Environment, "
+              "Ec2InstanceMetadata or EcsContainer"},
+             {"[profile a]\nrole_arn = arn:r/a\ncredential_source = ec2instancemetadata\n",
+              "profile 'a' (" + cfg + " line 3): credential_source 'ec2instancemetadata' is not one of Environment, "
+              "Ec2InstanceMetadata, EcsContainer (the names are case-sensitive)"},
+             {"[profile a]\nrole_arn = arn:r/a\nsource_profile = nobody\n",
+              "profile 'a' (" + cfg + " line 3): the source profile 'nobody' is not in the shared files ("},
+             {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\n[profile b]\nrole_arn = arn:r/b\nsource_profile = a\n",
+              "profile 'b' (" + cfg + " line 6): source_profile 'a' leads back to a profile already on the way ('a' -> "
+              "'b' -> 'a'); a chain of roles must end at a profile with credentials"},
+             {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\n[profile b]\nregion = eu-west-1\n",
+              "profile 'a' (" + cfg + " line 3): the source profile 'b' has no credentials (no aws_access_key_id, "
+              "role_arn, sso_*, credential_process or web_identity_token_file)"},
+             {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\nmfa_serial = arn:aws:iam::1:mfa/me\n[profile b]\n" + keys,
+              "profile 'a' (" + cfg + " line 4) sets mfa_serial: assuming its role needs an MFA code, which baton "
+              "cannot ask for; export the credentials instead (eval \"$(aws configure export-credentials --profile a "
+              "--format env)\") or use a role that does not require MFA"},
+             {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\nduration_seconds = 1h\n[profile b]\n" + keys,
+              "profile 'a' (" + cfg + " line 4): duration_seconds '1h' is not a whole number of seconds from 900 to 43200"},
+             {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\n[profile b]\naws_access_key_id = AKIDHALF\n",
+              "source profile 'b': sets aws_access_key_id (" + cfg + " line 5) but not aws_secret_access_key; set both"},
+             {"[profile a]\nsso_account_id = 1\nsso_role_name = r\n",
+              "profile 'a' is set up for IAM Identity Center (SSO) but lacks sso_start_url, sso_region (or an "
+              "sso_session naming an [sso-session] section)"},
+             {"[profile a]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n",
+              "profile 'a' (" + cfg + " line 2) names sso_session 'corp', but the config file has no [sso-session corp] "
+              "section"},
+             {"[profile a]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\nsso_region = us-east-1\n"
+              "[sso-session corp]\nsso_region = eu-west-1\nsso_start_url = https://x/start\n",
+              "the value of sso_region in profile 'a' (" + cfg + " line 5) differs from the one in [sso-session corp] (" +
+                  cfg + " line 7); remove one"},
+         }) {
+        auto const got = plan_with(b.config, "a");
+        CHECK_MESSAGE(got.starts_with("error: " + b.expected), got);
+    }
+}
+
+TEST_CASE("profile plan: IAM Identity Center settings, merged from the sso-session, and the endpoints") {
+    config_dir dir;
+    test_env env;
+    env.set("HOME", dir.path.string());
+    dir.write(".aws/config", "[profile dev]\nsso_session = corp\nsso_account_id = 111122223333\n"
+                             "sso_role_name = ReadOnly\nregion = eu-west-1\n"
+                             "[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-2\n"
+                             "sso_registration_scopes = sso:account:access\n"
+                             "[profile legacy]\nsso_start_url = https://d-2.awsapps.com/start\nsso_region = ap-south-1\n"
+                             "sso_account_id = 444455556666\nsso_role_name = Admin\n"
+                             "[profile local]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n"
+                             "services = here\nendpoint_url = http://127.0.0.1:1\n"
+                             "[services here]\nsso =\n  endpoint_url = http://127.0.0.1:2\n");
+    auto p = plan_of(env, "dev");
+    REQUIRE_MESSAGE(p.r.plan, p.text());
+    auto const& s = p.r.plan->sso;
+    CHECK(s.session_name == "corp");
+    CHECK(s.start_url == "https://d-1.awsapps.com/start");
+    CHECK(s.sso_region == "us-east-2");
+    CHECK(s.account_id == "111122223333");
+    CHECK(s.role_name == "ReadOnly");
+    CHECK(s.profile_name == "dev");
+    CHECK(s.portal_url == "https://portal.sso.us-east-2.amazonaws.com");
+    CHECK(s.oidc_url == "https://oidc.us-east-2.amazonaws.com");
+    CHECK(s.cache_dir == (dir.path / ".aws/sso/cache").string());
+    p = plan_of(env, "legacy");
+    REQUIRE(p.r.plan);
+    CHECK(p.r.plan->sso.session_name.empty());
+    CHECK(p.r.plan->sso.start_url == "https://d-2.awsapps.com/start");
+    // The services section for the portal, the profile's endpoint_url for OIDC; the variables win over both.
+    p = plan_of(env, "local");
+    REQUIRE(p.r.plan);
+    CHECK(p.r.plan->sso.portal_url == "http://127.0.0.1:2");
+    CHECK(p.r.plan->sso.oidc_url == "http://127.0.0.1:1");
+    env.set("AWS_ENDPOINT_URL_SSO_OIDC", "http://127.0.0.1:3");
+    env.set("AWS_ENDPOINT_URL_SSO", "http://127.0.0.1:4");
+    p = plan_of(env, "local");
+    CHECK(p.r.plan->sso.portal_url == "http://127.0.0.1:4");
+    CHECK(p.r.plan->sso.oidc_url == "http://127.0.0.1:3");
+}
+
+TEST_CASE("endpoints from the shared config: services sections, endpoint_url, the ignore settings") {
+    config_dir dir;
+    test_env env;
+    env.set("HOME", dir.path.string());
+    auto const cfg = dir.write(".aws/config", "[profile a]\nservices = mine\nendpoint_url = http://127.0.0.1:9000\n"
+                                              "[services mine]\nsts =\n  endpoint_url = http://127.0.0.1:7000\n"
+                                              "dynamodb =\n  endpoint_url = http://127.0.0.1:8000\n"
+                                              "[profile off]\nendpoint_url = http://127.0.0.1:9000\n"
+                                              "ignore_configured_endpoint_urls = true\n"
+                                              "[profile typo]\nservices = nope\n"
+                                              "[profile bad]\nendpoint_url = ftp://x\n");
+    aws::shared_config files;
+    baton::diagnostics d;
+    REQUIRE_FALSE(aws::load_shared_config(files, d, env.lookup()));
+    auto url = [&](std::string_view service, std::string_view profile) -> std::string {
+        baton::diagnostics diag;
+        auto r = aws::resolve_endpoint_url(service, files, profile, diag, env.lookup());
+        if (!r) return "error: " + diag.message;
+        return *r ? (*r)->url + " from " + (*r)->source : "none";
+    };
+    CHECK(url("STS", "a") == "http://127.0.0.1:7000 from [services mine] of profile 'a' (" + cfg + " line 6)");
+    CHECK(url("DynamoDB", "a") == "http://127.0.0.1:8000 from [services mine] of profile 'a' (" + cfg + " line 8)");
+    CHECK(url("S3", "a") == "http://127.0.0.1:9000 from profile 'a' (" + cfg + " line 3)");
+    CHECK(url("S3", "off") == "none");
+    CHECK(url("S3", "nobody") == "none");
+    CHECK(url("S3", "typo") == "error: profile 'typo' (" + cfg + " line 13) names services 'nope', but the config file "
+                               "has no [services nope] section");
+    CHECK(url("S3", "bad").starts_with("error: profile 'bad' (" + cfg + " line 15): "));
+    env.set("AWS_ENDPOINT_URL", "http://127.0.0.1:1");
+    CHECK(url("STS", "a") == "http://127.0.0.1:1 from AWS_ENDPOINT_URL");
+    env.set("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true");
+    CHECK(url("STS", "a") == "none");
+    env.set("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "false"); // the variable wins over the profile's setting
+    env.unset("AWS_ENDPOINT_URL");
+    CHECK(url("S3", "off") == "http://127.0.0.1:9000 from profile 'off' (" + cfg + " line 10)");
+    CHECK(aws::endpoint_url_variable("SSO OIDC") == "AWS_ENDPOINT_URL_SSO_OIDC");
+    CHECK(aws::endpoint_url_variable("ACM-PCA") == "AWS_ENDPOINT_URL_ACM_PCA");
+}
+
 TEST_CASE("URL splitting and the container host rule") {
     std::string problem;
     auto t = aws::detail::split_url("http://[::1]:8080/v2/creds?id=1", problem);
@@ -560,22 +859,13 @@ TEST_CASE("profile credentials: static keys, selection, rewritten file after inv
                                    " line 2) continues on the next line because that line is indented; remove the "
                                    "indentation");
     dir.write(".aws/credentials", "");
-    for (auto [cfg, what] : std::vector<std::pair<std::string, std::string>>{
-             {"[default]\ncredential_process = /bin/creds\n", "uses credential_process ("},
-             {"[default]\nsso_session = corp\n", "uses IAM Identity Center (sso_* settings)"},
-             {"[default]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\n",
-              "uses role_arn with source_profile ("}}) {
-        dir.write(".aws/config", cfg);
-        g = get(ioc, p = aws::profile_credentials(ioc.get_executor(), {}, env.lookup()));
-        CHECK(g.ec == errc::no_credentials);
-        CHECK_MESSAGE(g.fc.diag.message.starts_with("profile 'default': " + what), g.fc.diag.message);
-        CHECK(g.fc.diag.message.ends_with("which baton does not support; put its credentials in the environment (eval "
-                                          "\"$(aws configure export-credentials --profile default --format env)\") or "
-                                          "use static keys"));
-    }
     dir.write(".aws/config", "[default]\nregion = x\n");
     g = get(ioc, p = aws::profile_credentials(ioc.get_executor(), {}, env.lookup()));
     CHECK(g.ec == errc::no_credentials);
+    CHECK(g.fc.diag.message == "no AWS credentials found; tried: web identity (AWS_WEB_IDENTITY_TOKEN_FILE not set); "
+                               "profile 'default' (has no aws_access_key_id, role_arn or other credentials)");
+    // A profile chosen in code is the only thing asked.
+    g = get(ioc, p = aws::profile_credentials(ioc.get_executor(), "default", env.lookup()));
     CHECK(g.fc.diag.message == "no AWS credentials found; tried: profile 'default' (has no aws_access_key_id, "
                                "role_arn or other credentials)");
     // No secret ever appears in a message.

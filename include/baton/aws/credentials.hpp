@@ -9,16 +9,26 @@
     chain of sources) and a cache in front of it:
 
     - Sources: static keys, the environment (`AWS_ACCESS_KEY_ID`, ...),
-      the shared profile files (static keys, or `role_arn` with
-      `web_identity_token_file`), web identity (`AWS_WEB_IDENTITY_TOKEN_FILE`
+      a profile of the shared files, web identity (`AWS_WEB_IDENTITY_TOKEN_FILE`
       and `AWS_ROLE_ARN` through STS `AssumeRoleWithWebIdentity`), the
       container endpoint (ECS, EKS Pod Identity) and EC2 instance metadata
       (IMDSv2, falling back to IMDSv1 where allowed).
-    - `default_chain` tries them in the SDKs' order: environment, web
-      identity, profile, container, instance metadata. Keys in the
-      environment win even when `AWS_PROFILE` names a profile, as in
-      botocore (only a profile chosen in code skips them), so credentials
-      exported by `aws configure export-credentials` work under any profile.
+    - A profile is read as the AWS CLI reads it, in its order: a role to
+      assume (`role_arn` with `source_profile` or `credential_source`,
+      STS `AssumeRole` signed with the source's credentials, chains of
+      roles), web identity (the variables, then `web_identity_token_file`),
+      IAM Identity Center (`sso_session` or the legacy `sso_start_url`: the
+      login `aws sso login` cached, refreshed when it can be), keys in the
+      credentials file, `credential_process` (run without a shell), keys in
+      the config file. STS, the SSO portal and SSO OIDC are reached at
+      their `AWS_ENDPOINT_URL_*` variable, `AWS_ENDPOINT_URL`, the
+      profile's `services` section or its `endpoint_url`, else AWS.
+    - `default_chain` tries them in the AWS CLI's order: environment, the
+      profile (which includes web identity from the variables), container,
+      instance metadata. Keys in the environment win even when
+      `AWS_PROFILE` names a profile, as in botocore; a profile chosen in
+      code (the CLI's `--profile`) turns the environment's keys and web
+      identity variables off.
       A source that is not configured passes to the next; a source that
       is configured but fails stops the chain with its error (a silent
       fall-through to another identity would be worse); instance metadata
@@ -42,6 +52,7 @@
 
 #include <baton/aws/detail/credential_source.hpp>
 #include <baton/aws/detail/endpoint_sources.hpp>
+#include <baton/aws/detail/profile_source.hpp>
 #include <baton/aws/detail/provider_state.hpp>
 #include <baton/aws/detail/web_identity_sources.hpp>
 #include <baton/aws/provider_options.hpp>
@@ -206,13 +217,15 @@ BATON_LAZY credentials_provider environment_credentials(boost::asio::any_io_exec
                                          });
 }
 
-/** Credentials from a profile of the shared files: static keys, or `role_arn` with `web_identity_token_file`.
+/** Credentials from a profile of the shared files, found as the AWS CLI finds them (see the file comment).
 
     The files are read again at each fetch. `profile_name` empty (default)
     selects the profile from `AWS_PROFILE` / `AWS_DEFAULT_PROFILE`, else
-    `default`. Profiles that assume a role from another profile, use IAM
-    Identity Center (SSO) or `credential_process` are reported as
-    unsupported, with a command that exports their credentials instead.
+    `default`, and lets `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN` and
+    `AWS_ROLE_SESSION_NAME` configure web identity; a name given here is
+    a choice made in code, as the CLI's `--profile`, and those variables
+    do not count. A profile that needs an MFA code (`mfa_serial`) is
+    refused with the command that exports its credentials instead.
     @throws config_error when `opts` breaks a rule.
 */
 BATON_LAZY credentials_provider profile_credentials(boost::asio::any_io_executor ex, std::string profile_name = {},
@@ -222,7 +235,8 @@ BATON_LAZY credentials_provider profile_credentials(boost::asio::any_io_executor
     return detail::provider_access::make(
         std::move(ex), label, std::move(opts),
         [name = std::move(profile_name), env = std::move(env)](auto const& strand, provider_options const& o) {
-            return std::make_unique<detail::profile_source>(name, env, o, detail::sts_client(strand, o));
+            return std::make_unique<detail::profile_source>(name, env, o, strand, detail::sts_client(strand, o),
+                                                            detail::metadata_client(strand, o));
         });
 }
 
@@ -290,8 +304,12 @@ BATON_LAZY credentials_provider instance_credentials(boost::asio::any_io_executo
                                          });
 }
 
-/** The SDKs' default chain: environment, web identity, profile, container, instance metadata.
+/** The AWS CLI's default chain: environment, the profile (web identity included), container, instance metadata.
 
+    `profile_name` empty (default): the profile `AWS_PROFILE` names, and
+    the environment's keys and web identity variables count. A name: that
+    profile, chosen in code as the CLI's `--profile` chooses it; the
+    environment's keys and web identity variables are then not used.
     See the file comment for how the chain decides and what it remembers.
     When nothing yields credentials, `async_get` fails with
     `errc::no_credentials` and a message such as (one line, wrapped here):
@@ -305,16 +323,15 @@ BATON_LAZY credentials_provider instance_credentials(boost::asio::any_io_executo
     @throws config_error when `opts` breaks a rule.
 */
 BATON_LAZY credentials_provider default_chain(boost::asio::any_io_executor ex, env_lookup env = process_environment(),
-                                          provider_options opts = {}) {
+                                          provider_options opts = {}, std::string profile_name = {}) {
     return detail::provider_access::make(
         std::move(ex), "default chain", std::move(opts),
-        [env = std::move(env)](auto const& strand, provider_options const& o) {
+        [env = std::move(env), name = std::move(profile_name)](auto const& strand, provider_options const& o) {
             auto const sts = detail::sts_client(strand, o);
             auto const metadata = detail::metadata_client(strand, o);
             std::vector<detail::chain_source::link> links;
-            links.push_back({std::make_unique<detail::environment_source>(env, false), false});
-            links.push_back({std::make_unique<detail::web_identity_source>(env, o, sts), false});
-            links.push_back({std::make_unique<detail::profile_source>(std::string(), env, o, sts), false});
+            if (name.empty()) links.push_back({std::make_unique<detail::environment_source>(env, false), false});
+            links.push_back({std::make_unique<detail::profile_source>(name, env, o, strand, sts, metadata), false});
             links.push_back({std::make_unique<detail::container_source>(env, o, metadata), false});
             links.push_back({std::make_unique<detail::instance_metadata_source>(env, o, metadata), true});
             return std::make_unique<detail::chain_source>(std::move(links));

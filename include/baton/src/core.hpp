@@ -33,6 +33,7 @@
 #include <baton/aws/impl/provider_options.ipp>
 #include <baton/aws/impl/settings_rules.ipp>
 #include <baton/aws/impl/endpoint_sources.ipp>
+#include <baton/aws/impl/profile_source.ipp>
 #include <baton/aws/impl/web_identity_sources.ipp>
 #include <baton/aws/impl/process_source.ipp>
 #include <baton/aws/impl/provider_state.ipp>

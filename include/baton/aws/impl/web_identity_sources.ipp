@@ -38,6 +38,53 @@ BATON_DECL error_code sts_error_code(std::string_view code, unsigned status) {
     return errc::auth_failed; // InvalidIdentityToken, ExpiredTokenException, AccessDenied, IDPRejectedClaim, ...
 }
 
+BATON_DECL error_code read_sts_credentials(http::response const& res, std::string_view action, std::string const& where,
+                                           credentials& out, std::string& reason, diagnostics& d) {
+    d.http_status = res.result_int();
+    if (auto rid = res.find("x-amzn-RequestId"); rid != res.end()) d.request_id = printable(rid->value(), 80);
+    baton::detail::s3_xml::element root;
+    diagnostics xml_diag;
+    auto const xml_ec = baton::detail::s3_xml::parse_xml(res.body(), root, xml_diag);
+    if (res.result_int() != 200 || (!xml_ec && root.local_name() == "ErrorResponse")) {
+        std::string code, message;
+        if (!xml_ec) {
+            if (auto const* e = root.child("Error")) {
+                code = printable(e->child_text("Code"), 80);
+                message = printable(e->child_text("Message"), 300);
+            }
+            if (d.request_id.empty()) d.request_id = printable(root.child_text("RequestId"), 80);
+        }
+        d.service_code = code;
+        reason = where + " refused: HTTP " + std::to_string(d.http_status) + (code.empty() ? std::string() : " " + code) +
+                 (message.empty() ? std::string() : ": " + message);
+        return sts_error_code(code, d.http_status);
+    }
+    auto invalid = [&](std::string why) {
+        reason = where + why;
+        return error_code(errc::invalid_response);
+    };
+    if (xml_ec) return invalid(": " + xml_diag.message);
+    std::string const response = std::string(action) + "Response", result = std::string(action) + "Result";
+    if (root.local_name() != response)
+        return invalid(": unexpected root element '" + printable(root.local_name()) + "'");
+    auto const* r = root.child(result);
+    auto const* creds = r != nullptr ? r->child("Credentials") : nullptr;
+    if (creds == nullptr) return invalid(": the response has no " + result + "/Credentials");
+    for (char const* name : {"AccessKeyId", "SecretAccessKey", "SessionToken", "Expiration"})
+        if (creds->child(name) == nullptr || creds->child_text(name).empty())
+            return invalid(std::string(": the response has no Credentials/") + name);
+    credentials c;
+    c.access_key_id = trim_token(creds->child_text("AccessKeyId"));
+    c.secret_access_key = trim_token(creds->child_text("SecretAccessKey"));
+    c.session_token = trim_token(creds->child_text("SessionToken"));
+    auto const exp = trim_token(creds->child_text("Expiration"));
+    c.expiration = parse_iso8601(exp);
+    if (!c.expiration) return invalid(": Credentials/Expiration ('" + printable(exp, 40) + "') is not an ISO 8601 time");
+    if (auto p = credentials_problem(c)) return invalid(": unusable credentials: " + *p);
+    out = std::move(c);
+    return {};
+}
+
 BATON_DECL std::string expand_home(std::string path, env_lookup const& env) {
     if (path == "~" || path.rfind("~/", 0) == 0) {
         if (auto home = env_value(env, "HOME")) return *home + path.substr(1);
