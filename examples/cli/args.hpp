@@ -98,6 +98,7 @@ struct options {
     bool verbose = false;     // run: every lease event on stderr
     std::string endpoint;
     std::string region;
+    std::string profile;            // AWS stores: --profile, as the AWS CLI's (environment keys then unused)
     std::optional<bool> path_style; // s3: --path-style / --virtual-hosted
     std::vector<std::string> argv;  // run: the command
     // kv
@@ -196,6 +197,10 @@ options parse_args(int argc, char** argv) {
         } else if (a == "--store") o.store = value("--store");
         else if (a == "--endpoint") o.endpoint = value("--endpoint");
         else if (a == "--region") o.region = value("--region");
+        else if (a == "--profile") {
+            o.profile = value("--profile");
+            if (o.profile.empty()) die(exit_usage, "--profile needs a profile name");
+        }
         else if (a == "--path-style") path_style = true;
         else if (a == "--virtual-hosted") virtual_hosted = true;
         else if (a == "--key") o.key = value("--key");

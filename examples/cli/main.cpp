@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
                 p.region = "us-east-1"; // what S3-compatible stores expect unless configured otherwise
             }
             p.path_style = o.path_style;
-            auto creds = load_credentials(ioc);
+            auto creds = load_credentials(ioc, o);
             p.credentials_provider = creds.provider;
             baton::s3_backend backend(ioc.get_executor(), p);
             baton::diagnostics d;
@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
             if (!p.key_prefix.empty()) store.container += ", prefix '" + p.key_prefix + "'";
             if (address) store.location = describe_location(address->endpoint, chosen, p.region);
             store.identity = creds.first.redacted();
+            store.credential_source = creds.source;
             store.addressing = backend.path_style() ? "path-style" : "virtual-hosted";
             if (url.lock.empty()) return dispatch<baton::aws::sigv4_signer>(ioc, std::move(backend), o, store);
             store_url const lock = parse_store(url.lock);
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
             // The lock table's endpoint is resolved like any dynamodb:// store's (--endpoint names S3's).
             baton::dynamodb_backend_params lp;
             lp.table = lock.path;
-            auto lock_endpoint = baton::aws::resolve_endpoint_url("DynamoDB", d);
+            auto lock_endpoint = baton::aws::resolve_endpoint_url("DynamoDB", shared_files(), chosen_profile(o).name, d);
             if (!lock_endpoint) die(exit_usage, d.message);
             if (*lock_endpoint) lp.endpoint = (*lock_endpoint)->url;
             lp.region = p.region;
@@ -138,13 +139,14 @@ int main(int argc, char** argv) {
             p.endpoint = chosen.url;
             p.region = choose_region(o);
             if (p.region.empty()) die(exit_usage, "no region: pass --region or set AWS_REGION");
-            auto creds = load_credentials(ioc);
+            auto creds = load_credentials(ioc, o);
             p.credentials_provider = creds.provider;
             baton::dynamodb_backend backend(ioc.get_executor(), p);
             store.container = "table '" + p.table + "'";
             store.location =
                 describe_location(baton::http::endpoint::from_url(p.effective_endpoint()), chosen, p.region);
             store.identity = creds.first.redacted();
+            store.credential_source = creds.source;
             return dispatch<baton::aws::sigv4_signer>(ioc, std::move(backend), o, store);
         }
         baton::file_backend_params p;

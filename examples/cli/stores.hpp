@@ -14,6 +14,7 @@ struct store_context {
     std::string container; // "bucket 'b'", "table 't'", "directory '/d'"
     std::string location;  // " at https://host:443 (endpoint from AWS_ENDPOINT_URL_S3)"; empty for local stores
     std::string identity;  // the credentials' key id, never the secret; empty for local stores
+    std::string credential_source; // which source gave them, e.g. "environment" or "profile 'dev'"
     std::string addressing; // s3: "path-style" or "virtual-hosted"
 };
 
@@ -29,8 +30,11 @@ int report_store_error(store_context const& s, std::string const& doing, baton::
         line = doing + ": " + s.container + " does not exist" + s.location + " (" + said +
                "); create it, or check --store, --endpoint and --region";
     } else if (ec == baton::errc::auth_failed) {
-        line = doing + ": the store" + s.location + " refused the credentials (" + s.identity + "): " + said +
-               "; check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and --region";
+        line = doing + ": the store" + s.location + " refused the credentials (" + s.identity + ") of " +
+               s.credential_source + ": " + said + "; check " +
+               (s.credential_source == "environment" ? "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN"
+                                                     : "that source") +
+               " and --region";
     } else if (ec == baton::errc::capability_missing) {
         line = doing + ": " + s.container + s.location + " cannot hold leases safely: " +
                (d.message.empty() ? ec.message() : d.message) + " ('baton probe --store " + s.url +
@@ -43,28 +47,47 @@ int report_store_error(store_context const& s, std::string const& doing, baton::
     return code;
 }
 
-// The credentials that sign requests to AWS stores, from the SDKs' default chain
-// (environment, web identity, profile files, container, instance metadata). Fetched
+// The credentials that sign requests to AWS stores, from the AWS CLI's default chain
+// (environment, the profile, container, instance metadata; --profile as the CLI's). Fetched
 // once up front so that "no credentials" is one clear line before anything starts;
 // the backend then keeps them fresh through the provider.
 struct loaded_credentials {
     baton::aws::credentials_provider provider;
     baton::aws::credentials first; // what the first fetch gave, for messages (redacted there)
+    std::string source;            // which source gave them, e.g. "profile 'dev'"
 };
 
-loaded_credentials load_credentials(asio::io_context& ioc) {
-    auto provider = baton::aws::default_chain(ioc.get_executor());
+loaded_credentials load_credentials(asio::io_context& ioc, options const& o) {
+    auto provider = baton::aws::default_chain(ioc.get_executor(), baton::aws::process_environment(), {}, o.profile);
     std::optional<std::pair<baton::error_code, baton::aws::fetched_credentials>> got;
     provider.async_get([&](baton::error_code ec, baton::aws::fetched_credentials fc) { got.emplace(ec, std::move(fc)); });
     while (!got) ioc.run_one();
     ioc.restart(); // running out of work stopped it; the store's operations run on it next
     auto& [ec, fc] = *got;
     if (ec) die(exit_usage, fc.diag.message.empty() ? "no AWS credentials: " + ec.message() : fc.diag.message);
-    return {std::move(provider), *fc.value};
+    return {std::move(provider), *fc.value, fc.source};
+}
+
+// The profile in use: --profile, else AWS_PROFILE / AWS_DEFAULT_PROFILE, else `default`.
+baton::aws::profile_choice chosen_profile(options const& o) {
+    if (!o.profile.empty()) return {o.profile, "--profile"};
+    return baton::aws::choose_profile();
+}
+
+// The shared files, read once; broken ones are one clear line, not a silent default.
+baton::aws::shared_config const& shared_files() {
+    static baton::aws::shared_config const files = [] {
+        baton::aws::shared_config c;
+        baton::diagnostics d;
+        if (baton::aws::load_shared_config(c, d)) die(exit_usage, d.message);
+        return c;
+    }();
+    return files;
 }
 
 // The endpoint an AWS store uses: --endpoint, else the environment (AWS_ENDPOINT_URL_<SERVICE>,
-// AWS_ENDPOINT_URL), else none (the backend's AWS default). `source` says which, for messages.
+// AWS_ENDPOINT_URL), else the profile's services section or endpoint_url, else none (the
+// backend's AWS default). `source` says which, for messages.
 struct endpoint_choice {
     std::string url;
     std::string source;
@@ -76,7 +99,7 @@ endpoint_choice choose_endpoint(options const& o, std::string_view service_id) {
         if (!baton::http::parse_endpoint(o.endpoint, d)) die(exit_usage, "--endpoint: " + d.message);
         return {o.endpoint, "--endpoint"};
     }
-    auto configured = baton::aws::resolve_endpoint_url(service_id, d);
+    auto configured = baton::aws::resolve_endpoint_url(service_id, shared_files(), chosen_profile(o).name, d);
     if (!configured) die(exit_usage, d.message);
     if (*configured) return {(*configured)->url, (*configured)->source};
     return {};
@@ -87,10 +110,11 @@ endpoint_choice choose_endpoint(options const& o, std::string_view service_id) {
 std::string choose_region(options const& o) {
     if (!o.region.empty()) return o.region;
     baton::diagnostics d;
-    baton::aws::shared_config config;
-    if (baton::aws::load_shared_config(config, d)) die(exit_usage, d.message);
-    d = {};
-    auto region = baton::aws::resolve_region(config, baton::aws::choose_profile(), d);
+    auto const choice = chosen_profile(o);
+    if (!o.profile.empty() && !shared_files().find(o.profile))
+        die(exit_usage, "--profile '" + o.profile + "' is not in the shared files (" + shared_files().describe_files() +
+                            "); check the name");
+    auto region = baton::aws::resolve_region(shared_files(), choice, d);
     return region ? region->name : std::string();
 }
 

@@ -169,18 +169,28 @@ char const* const usage_aws =
     "  --endpoint URL     service endpoint, e.g. http://127.0.0.1:7480 (default:\n"
     "                     AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL_DYNAMODB, then\n"
     "                     AWS_ENDPOINT_URL, unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true;\n"
-    "                     else AWS in the region)\n"
+    "                     then the profile's services section or endpoint_url; else AWS\n"
+    "                     in the region)\n"
     "  --region REGION    AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the\n"
     "                     profile's region; s3:// with a custom endpoint: us-east-1)\n"
+    "  --profile NAME     the profile of ~/.aws/config and ~/.aws/credentials, as the AWS\n"
+    "                     CLI's --profile: it wins over AWS_PROFILE, and keys and web\n"
+    "                     identity in the environment are then not used (accepted and\n"
+    "                     ignored for file:// stores)\n"
     "  --path-style       s3://: address the bucket as host/bucket/key (default for\n"
     "                     custom endpoints and bucket names with a dot)\n"
     "  --virtual-hosted   s3://: address the bucket as bucket.host/key (default on AWS)\n"
     "  s3://...?lock=dynamodb://TABLE: --endpoint names S3's endpoint; the table's comes from\n"
     "                     AWS_ENDPOINT_URL_DYNAMODB, then AWS_ENDPOINT_URL (else AWS in the region)\n"
-    "  credentials: the AWS SDKs' default chain: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-    "               AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE,\n"
-    "               AWS_ROLE_ARN); profiles (AWS_PROFILE, ~/.aws/credentials, ~/.aws/config);\n"
-    "               ECS/EKS container credentials; EC2 instance metadata (IMDSv2)\n";
+    "  credentials, in the AWS CLI's order: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+    "               AWS_SESSION_TOKEN (not with --profile); then the profile (--profile,\n"
+    "               AWS_PROFILE, else default): role_arn with source_profile or\n"
+    "               credential_source, web identity (AWS_WEB_IDENTITY_TOKEN_FILE and\n"
+    "               AWS_ROLE_ARN, or the profile's), IAM Identity Center (after 'aws sso\n"
+    "               login'), keys in ~/.aws/credentials, credential_process, keys in\n"
+    "               ~/.aws/config; then ECS/EKS container credentials; then EC2 instance\n"
+    "               metadata (IMDSv2). The environment of a command baton runs is left\n"
+    "               as it is: baton never exports credentials to it.\n";
 
 } // namespace baton_cli
 
