@@ -859,13 +859,14 @@ TEST_CASE("profile: STS refusing a role is one clear error that never shows a se
     CHECK_FALSE(contains(g.fc.diag.message, "token-base"));
     CHECK_FALSE(contains(g.fc.diag.message, "secret-base"));
     CHECK(contains(g.fc.diag.message, "(the source credentials were refused: check the source profile's keys)"));
-    for (auto const& [st, code, ec] : std::vector<std::tuple<unsigned, std::string, baton::errc>>{
+    for (auto const& row : std::vector<std::tuple<unsigned, std::string, baton::errc>>{
              {400, "Throttling", errc::throttled}, {503, "", errc::service_unavailable},
              {400, "RegionDisabledException", errc::auth_failed}}) {
-        status = st;
+        std::string const code = std::get<1>(row); // a copy: clang 14 lambdas cannot capture bindings
+        status = std::get<0>(row);
         body = code.empty() ? std::string("unavailable") : sts_error(code, "m");
         p.invalidate();
-        CHECK_MESSAGE(get(ioc, p).ec == ec, code);
+        CHECK_MESSAGE(get(ioc, p).ec == std::get<2>(row), code);
     }
     status = 200;
     body = "<AssumeRoleResponse><AssumeRoleResult/></AssumeRoleResponse>";
