@@ -1156,6 +1156,161 @@ TEST_CASE("threads: usable_now and async_get from many threads during refreshes"
     MESSAGE("fetches: " << server.requests() << ", waits: " << nulls.load());
 }
 
+// ---- secrets, whatever the services and commands echo ---------------------------------------------------
+
+TEST_CASE("property: no message or diagnostic carries a secret baton read, whatever the services echo") {
+    // Random profiles (a role from keys, a chain, web identity, IAM Identity Center with a refresh,
+    // credential_process, a role from credential_process) meet services and commands that echo what
+    // they were sent, or print the secrets they hold, into errors, codes, request ids and malformed
+    // answers. Whatever fails, no secret baton read from a file, an answer or a command's output
+    // may appear in what it reports.
+    net::io_context ioc;
+    creds_dir dir;
+    // Secrets as long as real ones (session tokens and JWTs run to a kilobyte): a message cut short
+    // before its secrets are removed would still show most of one.
+    std::mt19937 rng(20261129);
+    std::map<std::string, std::string> long_of;
+    for (char const* name : {"SECRETbasekey0001", "TOKENbase0001", "JWTwebidentity0001", "SSOaccess0001",
+                             "SSOrefresh0001", "SSOclientsecret0001", "PROCsecret0001", "PROCtoken0001",
+                             "STSsecret0001", "STStoken0001"}) {
+        std::string v = name;
+        while (v.size() < 600) v += "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[rng() % 62];
+        long_of[name] = v;
+    }
+    auto expand = [&](std::string text) {
+        for (auto const& [name, value] : long_of)
+            for (auto at = text.find(name); at != std::string::npos; at = text.find(name, at + value.size()))
+                text.replace(at, name.size(), value);
+        return text;
+    };
+    // Any 16 characters of a secret in a text count as a leak.
+    auto leaks = [](std::string const& text, std::string const& secret) {
+        for (std::size_t i = 0; i + 16 <= secret.size(); i += 4)
+            if (text.find(secret.substr(i, 16)) != std::string::npos) return true;
+        return false;
+    };
+    int mode = 0; // what every service does this round
+    auto echo = [](server_request const& r) {
+        // The body first, then the headers by length (the session token's last): either way a secret
+        // starts within the first hundred characters or so.
+        std::vector<std::string> fields;
+        for (auto const& f : r) fields.push_back(std::string(f.name_string()) + "=" + std::string(f.value()) + " ");
+        std::sort(fields.begin(), fields.end(), [](auto const& a, auto const& b) { return a.size() > b.size(); });
+        std::string all = std::string(r.body()) + " ";
+        for (auto const& f : fields) all += f;
+        return all;
+    };
+    auto creds_xml = [&](std::string const& action) {
+        return expand("<" + action + "Response><" + action + "Result><Credentials><AccessKeyId>ASIASTS</AccessKeyId>"
+               "<SecretAccessKey>STSsecret0001</SecretAccessKey><SessionToken>STStoken0001</SessionToken>"
+               "<Expiration>" + iso(std::chrono::system_clock::now() + 1h) + "</Expiration></Credentials></" +
+               action + "Result></" + action + "Response>");
+    };
+    auto xml_echo = [&](server_request const& r) {
+        std::string out;
+        for (char c : echo(r)) out += c == '&' ? std::string("&amp;") : c == '<' ? std::string("&lt;") : std::string(1, c);
+        return out;
+    };
+    responder sts(ioc, [&](server_request const& r) {
+        auto const action = form(r.body())["Action"];
+        switch (mode) {
+        case 0: return respond(403, sts_error("AccessDenied", xml_echo(r)), "text/xml");
+        case 1: return respond(400, sts_error(xml_echo(r).substr(0, 60), "m"), "text/xml");
+        case 2: return respond(200, "<" + action + "Response>" + xml_echo(r) + "</" + action + "Response>", "text/xml");
+        case 3: return respond(500, echo(r), "text/plain");
+        case 4: return respond(200, creds_xml(action) + "<junk " + echo(r), "text/xml");
+        default: return respond(200, creds_xml(action), "text/xml");
+        }
+    });
+    auto json_echo = [&](server_request const& r, unsigned status) {
+        return test_common::answer(status, R"({"message":")" + echo(r) + R"(","__type":")" + echo(r).substr(0, 40) + "\"}",
+                                   {{"Content-Type", "application/json"}, {"x-amzn-ErrorType", echo(r).substr(0, 50)},
+                                    {"x-amzn-RequestId", echo(r).substr(0, 70)}});
+    };
+    responder portal(ioc, [&](server_request const& r) {
+        switch (mode) {
+        case 0: return json_echo(r, 401);
+        case 1: return json_echo(r, 403);
+        case 2: return respond(200, R"({"roleCredentials":{"accessKeyId":")" + echo(r) + "\"}}");
+        case 3: return json_echo(r, 500);
+        case 4: return respond(200, "{" + echo(r));
+        default:
+            return respond(200, expand(R"({"roleCredentials":{"accessKeyId":"ASIASSO","secretAccessKey":"STSsecret0001",)"
+                                       R"("sessionToken":"STStoken0001","expiration":)" +
+                                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                          (std::chrono::system_clock::now() + 1h).time_since_epoch())
+                                                          .count()) +
+                                       "}}"));
+        }
+    });
+    responder oidc(ioc, [&](server_request const& r) {
+        if (mode == 5) return respond(200, expand(R"({"accessToken":"SSOaccess0001","expiresIn":3600})"));
+        return mode == 2 ? respond(200, R"({"accessToken":")" + echo(r) + "\"}") : json_echo(r, 400);
+    });
+    test_env env;
+    env.set("HOME", dir.path.string());
+    env.set("AWS_ENDPOINT_URL_STS", sts.url());
+    env.set("AWS_ENDPOINT_URL_SSO", portal.url());
+    env.set("AWS_ENDPOINT_URL_SSO_OIDC", oidc.url());
+    dir.write("jwt", expand("JWTwebidentity0001"));
+    std::string const ok_json = R"({"Version":1,"AccessKeyId":"AKIDPROC","SecretAccessKey":"PROCsecret0001",)"
+                                R"("SessionToken":"PROCtoken0001"})";
+    auto script = [&](std::string const& name, std::string const& body) {
+        auto const path = dir.write(name, expand("#!/bin/sh\n" + body));
+        fs::permissions(path, fs::perms::owner_all);
+        return path;
+    };
+    std::vector<std::string> const commands = {
+        // prints its credentials, then complains with them and fails
+        script("proc-fails", "echo '" + ok_json + "'; echo failed for PROCsecret0001 PROCtoken0001 >&2; exit 1\n"),
+        // prints them in a form that is not the JSON asked for
+        script("proc-text", "echo AccessKeyId=AKIDPROC SecretAccessKey=PROCsecret0001 Token=PROCtoken0001\n"
+                            "echo PROCsecret0001 >&2; exit 2\n"),
+        // leaves a field out
+        script("proc-partial", "echo '{\"Version\":1,\"SecretAccessKey\":\"PROCsecret0001\"}'; echo PROCsecret0001 >&2\n"),
+        script("proc-ok", "echo '" + ok_json + "'\n"),
+    };
+    std::string const base = "[profile base]\naws_access_key_id = AKIDBASE\naws_secret_access_key = SECRETbasekey0001\n"
+                             "aws_session_token = TOKENbase0001\n"
+                             "[sso-session s]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n";
+    aws::detail::sso_settings sso;
+    sso.session_name = "s";
+    auto const cache = ".aws/sso/cache/" + aws::detail::sso_cache_file_name(sso);
+    int rounds = 0, failed = 0;
+    for (; rounds < 120; ++rounds) {
+        mode = static_cast<int>(rng() % 6);
+        auto const kind = rng() % 6;
+        auto const& command = commands[rng() % commands.size()];
+        std::string profile;
+        switch (kind) {
+        case 0: profile = "role_arn = arn:aws:iam::1:role/r\nsource_profile = base\n"; break;
+        case 1: profile = "role_arn = arn:aws:iam::1:role/r\nsource_profile = mid\n[profile mid]\n"
+                          "role_arn = arn:aws:iam::1:role/m\nsource_profile = base\n"; break;
+        case 2: profile = "role_arn = arn:aws:iam::1:role/w\nweb_identity_token_file = ~/jwt\n"; break;
+        case 3: profile = "sso_session = s\nsso_account_id = 1\nsso_role_name = r\n"; break;
+        case 4: profile = "credential_process = " + command + "\n"; break;
+        default: profile = "role_arn = arn:aws:iam::1:role/r\nsource_profile = proc\n[profile proc]\n"
+                           "credential_process = " + command + "\n"; break;
+        }
+        dir.write(".aws/config", expand("[profile p]\n" + profile + base));
+        // A login inside its refresh window: the refresh is tried, the old token still serves.
+        dir.write(cache, expand(R"({"startUrl":"https://d-1.awsapps.com/start","region":"us-east-1",)"
+                         R"("accessToken":"SSOaccess0001","expiresAt":")" + iso(std::chrono::system_clock::now() + 5min) +
+                             R"(","clientId":"c","clientSecret":"SSOclientsecret0001","registrationExpiresAt":")" +
+                             iso(std::chrono::system_clock::now() + 24h) + R"(","refreshToken":"SSOrefresh0001"})"));
+        auto p = aws::profile_credentials(ioc.get_executor(), "p", env.lookup());
+        auto const g = get(ioc, p);
+        if (g.ec) ++failed;
+        for (auto const& [name, secret] : long_of)
+            for (auto const* text : {&g.fc.diag.message, &g.fc.diag.service_code, &g.fc.diag.request_id, &g.fc.source})
+                if (leaks(*text, secret))
+                    FAIL_CHECK("round " << rounds << " (profile kind " << kind << ", mode " << mode << ") shows part of "
+                                        << name << ": " << *text);
+    }
+    CHECK(failed > rounds / 2); // most rounds meet a hostile service: the property was exercised on errors
+    CHECK(failed < rounds);     // and some succeed, so the profiles themselves work
+}
+
 } // TEST_SUITE
 
 // ---- the signed request path of the AWS backends -------------------------------------------------

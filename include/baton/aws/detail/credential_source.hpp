@@ -100,8 +100,14 @@ BATON_DECL bool env_true(env_lookup const& env, char const* name);
 
 BATON_DECL std::optional<std::string> env_value(env_lookup const& env, char const* name);
 
-// Removes every occurrence of `secret` from text that may echo it (service messages).
+// Removes every occurrence of `secret` from text that may echo it (service messages), and every run of
+// 16 or more of its characters (a service may echo part of it).
 BATON_DECL std::string scrub(std::string text, std::string_view secret);
+
+// At most `max` printable characters of a service's text, with every secret removed first: cut first,
+// a long secret that straddles the cut would survive in part.
+BATON_DECL std::string redacted_excerpt(std::string_view text, std::vector<std::string> const& secrets,
+                                        std::size_t max);
 
 // A header value must be one line of visible characters; a token that is not would split the request.
 BATON_DECL bool header_safe(std::string_view v);

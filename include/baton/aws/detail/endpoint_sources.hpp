@@ -53,6 +53,7 @@ private:
     http::request_info info_;
 
     void fail(error_code ec, std::string reason, diagnostics d = {}) {
+        d.service_code = scrub(std::move(d.service_code), auth_);
         std::move(done_)(failed_outcome(label_, ec, scrub(std::move(reason), auth_), std::move(d)));
     }
 
@@ -68,10 +69,10 @@ private:
             if (!jec && v.is_object()) {
                 for (char const* k : {"code", "Code"})
                     if (auto const* c = v.as_object().if_contains(k); c != nullptr && c->is_string())
-                        d.service_code = printable(std::string_view(c->as_string()), 80);
+                        d.service_code = redacted_excerpt(std::string_view(c->as_string()), {auth_}, 80);
                 for (char const* k : {"message", "Message"})
                     if (auto const* m = v.as_object().if_contains(k); m != nullptr && m->is_string())
-                        detail = printable(std::string_view(m->as_string()), 300);
+                        detail = redacted_excerpt(std::string_view(m->as_string()), {auth_}, 300);
             }
             auto const ec = status_error(d.http_status);
             auto reason = where + " answered HTTP " + std::to_string(d.http_status) +

@@ -95,7 +95,8 @@ BATON_DECL bool parse_sso_role_credentials(std::string_view body, credentials& o
 BATON_DECL error_code sso_status_error(unsigned status, std::string_view code);
 
 // The service code (`x-amzn-ErrorType`, else the body's `__type`/`code`) and message of an error answer.
-BATON_DECL void sso_error_details(http::response const& res, diagnostics& d, std::string& message);
+BATON_DECL void sso_error_details(http::response const& res, std::vector<std::string> const& secrets, diagnostics& d,
+                                  std::string& message);
 
 // "aws sso login --profile NAME", the name quoted for a POSIX shell when it needs it.
 BATON_DECL std::string sso_login_command(std::string const& profile_name);
@@ -191,14 +192,16 @@ private:
 
     void fail(error_code ec, std::string reason, diagnostics d = {}) {
         d.service_code = clean(std::move(d.service_code));
+        d.request_id = clean(std::move(d.request_id));
         d.message = clean(std::move(d.message));
         finish(failed_outcome(label_, ec, clean(std::move(reason)), std::move(d)));
     }
 
-    static diagnostics response_diag(http::response const& res) {
+    diagnostics response_diag(http::response const& res) const {
         diagnostics d;
         d.http_status = res.result_int();
-        if (auto rid = res.find("x-amzn-RequestId"); rid != res.end()) d.request_id = printable(rid->value(), 80);
+        if (auto rid = res.find("x-amzn-RequestId"); rid != res.end())
+            d.request_id = redacted_excerpt(rid->value(), secrets_, 80);
         return d;
     }
 
@@ -235,7 +238,7 @@ private:
         if (res.result_int() != 200) {
             diagnostics d;
             std::string message;
-            sso_error_details(res, d, message);
+            sso_error_details(res, secrets_, d, message);
             auto const cls = sso_status_error(res.result_int(), d.service_code);
             if (is_retryable(cls)) refresh_ec_ = cls;
             refresh_problem_ = where + " answered HTTP " + std::to_string(res.result_int()) +
@@ -303,7 +306,7 @@ private:
         auto const status = res.result_int();
         if (status != 200) {
             std::string message;
-            sso_error_details(res, d, message);
+            sso_error_details(res, secrets_, d, message);
             auto const cls = sso_status_error(status, d.service_code);
             std::string const answered = "HTTP " + std::to_string(status) +
                                          (d.service_code.empty() ? std::string() : " " + d.service_code) +

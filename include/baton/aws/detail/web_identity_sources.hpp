@@ -38,9 +38,11 @@ BATON_DECL error_code sts_error_code(std::string_view code, unsigned status);
 
 // Reads the credentials of an STS answer to `action` (`AssumeRole`, `AssumeRoleWithWebIdentity`): the
 // `<action>Response/<action>Result/Credentials` of a 200, or the error document of a refusal. On failure
-// `reason` starts with `where` and `diag` carries the status, the service's code and the request id.
+// `reason` starts with `where` and `diag` carries the status, the service's code and the request id, each
+// with `secrets` (what the request carried) removed.
 BATON_DECL error_code read_sts_credentials(http::response const& res, std::string_view action, std::string const& where,
-                                           credentials& out, std::string& reason, diagnostics& diag);
+                                           std::vector<std::string> const& secrets, credentials& out,
+                                           std::string& reason, diagnostics& diag);
 
 template <class V = void>
 class basic_web_identity_op : public std::enable_shared_from_this<basic_web_identity_op<V>> {
@@ -106,6 +108,8 @@ private:
     std::string where() const { return "STS AssumeRoleWithWebIdentity at " + target_.ep.origin(); }
 
     void fail(error_code ec, std::string reason, diagnostics d = {}) {
+        d.service_code = scrub(std::move(d.service_code), token_);
+        d.request_id = scrub(std::move(d.request_id), token_);
         std::move(done_)(failed_outcome(label_, ec, scrub(std::move(reason), token_), std::move(d)));
     }
 
@@ -114,7 +118,7 @@ private:
         credentials c;
         std::string reason;
         diagnostics d;
-        if (auto const err = read_sts_credentials(res, "AssumeRoleWithWebIdentity", where(), c, reason, d)) {
+        if (auto const err = read_sts_credentials(res, "AssumeRoleWithWebIdentity", where(), {token_}, c, reason, d)) {
             reason += hint(d.service_code);
             return fail(err, std::move(reason), std::move(d));
         }
@@ -196,8 +200,14 @@ private:
                target_.ep.origin();
     }
 
+    std::vector<std::string> secrets() const { return {source_->secret_access_key, source_->session_token}; }
+
     void fail(error_code ec, std::string reason, diagnostics d = {}) {
-        reason = scrub(scrub(std::move(reason), source_->secret_access_key), source_->session_token);
+        for (auto const& s : secrets()) {
+            reason = scrub(std::move(reason), s);
+            d.service_code = scrub(std::move(d.service_code), s);
+            d.request_id = scrub(std::move(d.request_id), s);
+        }
         std::move(done_)(failed_outcome(label_, ec, std::move(reason), std::move(d)));
     }
 
@@ -206,7 +216,7 @@ private:
         credentials c;
         std::string reason;
         diagnostics d;
-        if (auto const err = read_sts_credentials(res, "AssumeRole", where(), c, reason, d)) {
+        if (auto const err = read_sts_credentials(res, "AssumeRole", where(), secrets(), c, reason, d)) {
             if (d.service_code == "AccessDenied")
                 reason += " (check the role's trust policy and that the source identity may call sts:AssumeRole on it)";
             else if (d.service_code == "InvalidClientTokenId" || d.service_code == "SignatureDoesNotMatch")

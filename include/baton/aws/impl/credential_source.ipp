@@ -68,7 +68,27 @@ BATON_DECL std::string scrub(std::string text, std::string_view secret) {
     if (secret.size() < 4) return text;
     for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
         text.replace(at, secret.size(), "***");
+    // A service may echo part of a long secret, cut to a limit of its own: any run of 16 or more of its
+    // characters goes too (16 random characters never occur in a message by chance).
+    constexpr std::size_t piece = 16;
+    for (std::size_t i = 0; i + piece <= secret.size(); ++i) {
+        auto const fragment = secret.substr(i, piece);
+        for (auto at = text.find(fragment); at != std::string::npos; at = text.find(fragment, at + 3)) {
+            std::size_t begin = at, from = i, end = at + piece, to = i + piece;
+            while (begin > 0 && from > 0 && text[begin - 1] == secret[from - 1]) --begin, --from;
+            while (end < text.size() && to < secret.size() && text[end] == secret[to]) ++end, ++to;
+            text.replace(begin, end - begin, "***");
+            at = begin;
+        }
+    }
     return text;
+}
+
+BATON_DECL std::string redacted_excerpt(std::string_view text, std::vector<std::string> const& secrets,
+                                        std::size_t max) {
+    std::string out(text);
+    for (auto const& s : secrets) out = scrub(std::move(out), s);
+    return printable(out, max);
 }
 
 BATON_DECL bool header_safe(std::string_view v) {

@@ -300,17 +300,18 @@ BATON_DECL error_code sso_status_error(unsigned status, std::string_view code) {
     return errc::invalid_response;
 }
 
-BATON_DECL void sso_error_details(http::response const& res, diagnostics& d, std::string& message) {
+BATON_DECL void sso_error_details(http::response const& res, std::vector<std::string> const& secrets, diagnostics& d,
+                                  std::string& message) {
     // rest-json: `x-amzn-ErrorType: Code:http://...`; a body's `__type` may read `namespace#Code`.
-    auto code_of = [](std::string_view raw) {
+    auto code_of = [&](std::string_view raw) {
         if (auto colon = raw.find(':'); colon != std::string_view::npos) raw = raw.substr(0, colon);
         if (auto hash = raw.rfind('#'); hash != std::string_view::npos) raw = raw.substr(hash + 1);
-        return printable(trim_token(raw), 80);
+        return redacted_excerpt(trim_token(raw), secrets, 80);
     };
     if (auto h = res.find("x-amzn-ErrorType"); h != res.end())
         d.service_code = code_of(std::string_view(h->value().data(), h->value().size()));
     if (auto rid = res.find("x-amzn-RequestId"); rid != res.end() && d.request_id.empty())
-        d.request_id = printable(rid->value(), 80);
+        d.request_id = redacted_excerpt(rid->value(), secrets, 80);
     boost::system::error_code jec;
     auto const v = boost::json::parse(res.body(), jec);
     if (jec || !v.is_object()) return;
@@ -324,7 +325,7 @@ BATON_DECL void sso_error_details(http::response const& res, diagnostics& d, std
     }
     for (char const* k : {"message", "Message", "error_description"})
         if (auto const* s = sso_json::string_field(o, k)) {
-            message = printable(*s, 300);
+            message = redacted_excerpt(*s, secrets, 300);
             break;
         }
 }

@@ -39,9 +39,11 @@ BATON_DECL error_code sts_error_code(std::string_view code, unsigned status) {
 }
 
 BATON_DECL error_code read_sts_credentials(http::response const& res, std::string_view action, std::string const& where,
-                                           credentials& out, std::string& reason, diagnostics& d) {
+                                           std::vector<std::string> const& secrets, credentials& out,
+                                           std::string& reason, diagnostics& d) {
     d.http_status = res.result_int();
-    if (auto rid = res.find("x-amzn-RequestId"); rid != res.end()) d.request_id = printable(rid->value(), 80);
+    if (auto rid = res.find("x-amzn-RequestId"); rid != res.end())
+        d.request_id = redacted_excerpt(rid->value(), secrets, 80);
     baton::detail::s3_xml::element root;
     diagnostics xml_diag;
     auto const xml_ec = baton::detail::s3_xml::parse_xml(res.body(), root, xml_diag);
@@ -49,10 +51,10 @@ BATON_DECL error_code read_sts_credentials(http::response const& res, std::strin
         std::string code, message;
         if (!xml_ec) {
             if (auto const* e = root.child("Error")) {
-                code = printable(e->child_text("Code"), 80);
-                message = printable(e->child_text("Message"), 300);
+                code = redacted_excerpt(e->child_text("Code"), secrets, 80);
+                message = redacted_excerpt(e->child_text("Message"), secrets, 300);
             }
-            if (d.request_id.empty()) d.request_id = printable(root.child_text("RequestId"), 80);
+            if (d.request_id.empty()) d.request_id = redacted_excerpt(root.child_text("RequestId"), secrets, 80);
         }
         d.service_code = code;
         reason = where + " refused: HTTP " + std::to_string(d.http_status) + (code.empty() ? std::string() : " " + code) +
@@ -66,7 +68,7 @@ BATON_DECL error_code read_sts_credentials(http::response const& res, std::strin
     if (xml_ec) return invalid(": " + xml_diag.message);
     std::string const response = std::string(action) + "Response", result = std::string(action) + "Result";
     if (root.local_name() != response)
-        return invalid(": unexpected root element '" + printable(root.local_name()) + "'");
+        return invalid(": unexpected root element '" + redacted_excerpt(root.local_name(), secrets, 64) + "'");
     auto const* r = root.child(result);
     auto const* creds = r != nullptr ? r->child("Credentials") : nullptr;
     if (creds == nullptr) return invalid(": the response has no " + result + "/Credentials");
@@ -79,7 +81,8 @@ BATON_DECL error_code read_sts_credentials(http::response const& res, std::strin
     c.session_token = trim_token(creds->child_text("SessionToken"));
     auto const exp = trim_token(creds->child_text("Expiration"));
     c.expiration = parse_iso8601(exp);
-    if (!c.expiration) return invalid(": Credentials/Expiration ('" + printable(exp, 40) + "') is not an ISO 8601 time");
+    if (!c.expiration)
+        return invalid(": Credentials/Expiration ('" + redacted_excerpt(exp, secrets, 40) + "') is not an ISO 8601 time");
     if (auto p = credentials_problem(c)) return invalid(": unusable credentials: " + *p);
     out = std::move(c);
     return {};
