@@ -58,7 +58,9 @@ struct loaded_credentials {
 };
 
 loaded_credentials load_credentials(asio::io_context& ioc, options const& o) {
-    auto provider = baton::aws::default_chain(ioc.get_executor(), baton::aws::process_environment(), {}, o.profile);
+    baton::aws::provider_options opts;
+    opts.region = o.region; // as the AWS CLI's --region: the STS endpoint that assumes a profile's roles
+    auto provider = baton::aws::default_chain(ioc.get_executor(), baton::aws::process_environment(), opts, o.profile);
     std::optional<std::pair<baton::error_code, baton::aws::fetched_credentials>> got;
     provider.async_get([&](baton::error_code ec, baton::aws::fetched_credentials fc) { got.emplace(ec, std::move(fc)); });
     while (!got) ioc.run_one();

@@ -144,6 +144,8 @@ def sts(h, method):
     action = form.get("Action")
     if action == "AssumeRole":
         key, why = verify_sigv4(method, urllib.parse.urlsplit(h.path).path, "", h.lower_headers(), body, "sts")
+        scope = h.headers.get("Authorization", "").split("Credential=")[-1].split("/")
+        calls.append(("sts-scope", scope[2] if len(scope) > 2 else "?"))
         if key is None:
             calls.append(("sts", "refused: " + why))
             return h.reply(403, "<ErrorResponse><Error><Type>Sender</Type><Code>SignatureDoesNotMatch</Code>"
@@ -304,6 +306,14 @@ source_profile = gone
 [profile broken-process]
 credential_process = {failing_script} --vault prod
 {local}
+[profile "team role"]
+role_arn = arn:aws:iam::111122223333:role/quoted
+source_profile = sso
+{local}
+[profile via-sso]
+role_arn = arn:aws:iam::111122223333:role/after-sso
+source_profile = sso-expired
+{local}
 [profile sso-expired]
 sso_start_url = https://d-expired.awsapps.com/start
 sso_region = us-east-1
@@ -348,11 +358,23 @@ base_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
 base_env["HOME"] = home
 
 
+printed = []  # everything baton printed, checked for secrets at the end
+
+
 def run(args, env=None, timeout=60):
     full = dict(base_env)
     full.update(env or {})
     p = subprocess.run([baton] + args, env=full, capture_output=True, text=True, timeout=timeout)
+    printed.append(p.stdout + p.stderr)
     return p.returncode, p.stdout, p.stderr
+
+
+def secrets():
+    """Every secret the services and files hold: none may ever be printed."""
+    with lock:
+        known = [v[0] for v in issued.values()] + [v[1] for v in issued.values() if v[1]]
+    return known + list(sso_tokens) + ["the-refresh-token", "the-next-refresh-token", "the-client-secret",
+                                       "the-web-identity-token", "expired-token"]
 
 
 def who_signed_the_store():
@@ -365,7 +387,7 @@ sts_calls = {}  # profile -> the STS calls its status made
 for profile, expected in [("static", "static keys"), ("role", "role deploy"), ("chain", "role chained"),
                           ("process", "credential_process"), ("process-role", "role after-process"),
                           ("sso", "sso ReadOnly"), ("sso-refresh", "sso Refreshed"), ("sso-legacy", "sso Legacy"),
-                          ("web", "web identity web")]:
+                          ("web", "web identity web"), ("team role", "role quoted")]:
     del signed_by[:]
     before = len(calls)
     rc, out, err = run(["status", "--profile", profile, "--store", store, "--key", "jobs/nightly"])
@@ -383,6 +405,14 @@ check("an SSO login about to end was refreshed through OIDC and written back for
       ("oidc", "CreateToken") in calls and refreshed["accessToken"].startswith("refreshed-access-token-")
       and refreshed["refreshToken"] == "the-next-refresh-token" and refreshed["clientSecret"] == "the-client-secret"
       and oct(os.stat(refresh_cache).st_mode & 0o777) == "0o600", refreshed)
+
+# --region reaches STS as the AWS CLI's does: the role is asked for in that region.
+del signed_by[:]
+calls_before = len(calls)
+rc, _, err = run(["status", "--profile", "role", "--region", "eu-north-1", "--store", store, "--key", "k"])
+scopes = [c for c in calls[calls_before:] if c[0] == "sts-scope"]
+check("--region signs the AssumeRole for that region", rc == 0 and scopes == [("sts-scope", "eu-north-1")],
+      "exit %d, %s, %r" % (rc, scopes, err))
 
 # Precedence against the environment, as the AWS CLI: keys in the environment win under AWS_PROFILE,
 # a profile given with --profile wins over them, and credential_source = Environment uses them.
@@ -413,11 +443,16 @@ check("baton run --profile: the command sees only the AWS_ variables the user se
 print("--- what a user reads for broken profiles ---")
 for profile, expect in [("mfa", "needs an MFA code"), ("orphan", "the source profile 'gone' is not in the shared files"),
                         ("sso-expired", "aws sso login --profile sso-expired"),
+                        ("via-sso", "aws sso login --profile sso-expired"),
                         ("broken-process", "vault is sealed"), ("ghost", "'ghost'")]:
     rc, out, err = run(["status", "--profile", profile, "--store", store, "--key", "k"])
     print("baton status --profile %s: exit %d\n  %s" % (profile, rc, err.strip()))
     check("--profile %s: exit 64 and a message that says %r" % (profile, expect),
-          rc == 64 and expect in err and err.count("\n") == 1 and static_secret not in err, "exit %d, %r" % (rc, err))
+          rc == 64 and expect in err and err.count("\n") == 1 and not [s for s in secrets() if s in err],
+          "exit %d, %r" % (rc, err))
+
+leaked = [secret for secret in secrets() for text in printed if secret in text]
+check("no secret in anything baton printed (%d runs)" % len(printed), not leaked, leaked[:3])
 
 for s in services.values():
     s.shutdown()

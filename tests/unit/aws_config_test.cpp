@@ -211,6 +211,13 @@ TEST_CASE("config file: sso-session and services sections and nested settings ar
     CHECK(all.sso_sessions.size() == 1); // a section without a name is ignored, as the SDKs ignore it
     CHECK(all.services.size() == 1);
     CHECK(value(all.profiles, "a", "region") == "r");
+
+    // Section names split as the CLI splits them: quotes group, more than one name is ignored.
+    auto const q = parse_ok("[profile \"my team\"]\nregion = a\n[profile 'q']\nregion = b\n"
+                            "[profile two names]\nregion = c\n[profile \"open]\nregion = d\n");
+    CHECK(value(q, "my team", "region") == "a");
+    CHECK(value(q, "q", "region") == "b");
+    CHECK(q.size() == 2);
 }
 
 TEST_CASE("credentials file: section names are verbatim; later values win, sections merge") {
@@ -594,7 +601,8 @@ TEST_CASE("profile plan: roles from source profiles, chains, credential_source, 
              {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\nmfa_serial = arn:aws:iam::1:mfa/me\n[profile b]\n" + keys,
               "profile 'a' (" + cfg + " line 4) sets mfa_serial: assuming its role needs an MFA code, which baton "
               "cannot ask for; export the credentials instead (eval \"$(aws configure export-credentials --profile a "
-              "--format env)\") or use a role that does not require MFA"},
+              "--format env)\", then run without choosing the profile, so that the environment's keys count) or use a "
+              "role that does not require MFA"},
              {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\nduration_seconds = 1h\n[profile b]\n" + keys,
               "profile 'a' (" + cfg + " line 4): duration_seconds '1h' is not a whole number of seconds from 900 to 43200"},
              {"[profile a]\nrole_arn = arn:r/a\nsource_profile = b\n[profile b]\naws_access_key_id = AKIDHALF\n",
@@ -613,6 +621,49 @@ TEST_CASE("profile plan: roles from source profiles, chains, credential_source, 
         auto const got = plan_with(b.config, "a");
         CHECK_MESSAGE(got.starts_with("error: " + b.expected), got);
     }
+}
+
+TEST_CASE("profile plan: the STS region, SSO in a source profile, which file's keys, messages under --profile") {
+    config_dir dir;
+    test_env env;
+    env.set("HOME", dir.path.string());
+    dir.write(".aws/config", "[profile a]\nrole_arn = arn:r/a\nsource_profile = ssop\nregion = eu-west-1\n"
+                             "[profile ssop]\nsso_start_url = https://x/start\nsso_region = us-east-1\n"
+                             "sso_account_id = 1\nsso_role_name = r\n"
+                             "[profile web]\nweb_identity_token_file = /t\n"
+                             "[profile k]\naws_session_token = from-config\n");
+    dir.write(".aws/credentials", "[k]\naws_access_key_id = AKIDK\naws_secret_access_key = s\n");
+    auto plan_in = [&](std::string const& region) {
+        aws::shared_config files;
+        baton::diagnostics d;
+        REQUIRE_FALSE(aws::load_shared_config(files, d, env.lookup()));
+        aws::detail::profile_planner planner(files, {"a", "the caller"}, false, env.lookup(), region);
+        aws::detail::profile_resolution r;
+        std::string problem;
+        REQUIRE_MESSAGE(!planner.run(r, problem), problem);
+        return *r.plan;
+    };
+    // The region given in code (the CLI's --region) wins over the variables and the profile.
+    env.set("AWS_REGION", "us-west-2");
+    auto plan = plan_in("cn-north-1");
+    CHECK(plan.roles.at(0).sts_url == "https://sts.cn-north-1.amazonaws.com.cn");
+    CHECK(plan.roles.at(0).signing_region == "cn-north-1");
+    CHECK(plan_in("").roles.at(0).sts_url == "https://sts.us-west-2.amazonaws.com");
+    env.unset("AWS_REGION");
+    CHECK(plan_in("").roles.at(0).sts_url == "https://sts.eu-west-1.amazonaws.com");
+    plan = plan_in("aws-global");
+    CHECK(plan.roles.at(0).sts_url == "https://sts.amazonaws.com");
+    CHECK(plan.roles.at(0).signing_region == "us-east-1");
+    // The login to renew is the source profile's: `aws sso login --profile a` would read a's settings.
+    CHECK(plan.sso.profile_name == "ssop");
+    // Keys from the credentials file come with that file's session token only.
+    auto const k = plan_of(env, "k");
+    REQUIRE(k.r.plan);
+    CHECK(k.r.plan->keys.access_key_id == "AKIDK");
+    CHECK(k.r.plan->keys.session_token.empty());
+    // Under a profile chosen in code the variables do not count, so the message does not offer them.
+    CHECK(plan_of(env, "web").text() == "error: web identity is configured (" + (dir.path / ".aws/config").string() +
+                                            " line 11) but no role is: set role_arn in profile 'web'");
 }
 
 TEST_CASE("profile plan: IAM Identity Center settings, merged from the sso-session, and the endpoints") {
@@ -801,6 +852,15 @@ TEST_CASE("environment credentials: keys, session token, partial keys, bad expir
     CHECK(g.fc.value->session_token == "sessiontoken-env");
     CHECK_FALSE(g.fc.value->expiration);
     CHECK(p.current_source() == "environment");
+
+    // Credentials that expired before they arrived are an error, not a fetch on every use.
+    env.set("AWS_CREDENTIAL_EXPIRATION", "2020-01-01T00:00:00Z");
+    auto stale = aws::environment_credentials(ioc.get_executor(), env.lookup());
+    g = get(ioc, stale);
+    CHECK(g.ec == errc::invalid_response);
+    CHECK(g.fc.value == nullptr);
+    CHECK(g.fc.diag.message.starts_with("environment: the credentials it gave had expired "));
+    CHECK(g.fc.diag.message.ends_with(" s before they arrived; check this machine's clock and the source"));
 }
 
 TEST_CASE("profile credentials: static keys, selection, rewritten file after invalidate, errors") {

@@ -100,6 +100,13 @@ struct provider_options {
         `max_response_bytes`.
     */
     std::chrono::milliseconds process_timeout{60'000};
+    /** The region whose STS endpoint assumes a profile's roles, as the AWS CLI's `--region` sets it.
+
+        Empty (default): `AWS_REGION`, then `AWS_DEFAULT_REGION`, then the
+        selected profile's `region`; with none, the global endpoint signed
+        for `us-east-1`. Region `aws-global` also names the global endpoint.
+    */
+    std::string region;
 
     /// The time per `now`, or the system clock.
     std::chrono::system_clock::time_point current_time() const {

@@ -55,7 +55,9 @@ class profile_planner {
 public:
     // `env_allowed`: the AWS_WEB_IDENTITY_TOKEN_FILE / AWS_ROLE_ARN / AWS_ROLE_SESSION_NAME variables count
     // (false when the profile was chosen in code, as the CLI's --profile turns them off).
-    BATON_DECL profile_planner(shared_config const& files, profile_choice choice, bool env_allowed, env_lookup env);
+    // `region`: the region given in code (provider_options::region), empty for the environment's or the profile's.
+    BATON_DECL profile_planner(shared_config const& files, profile_choice choice, bool env_allowed, env_lookup env,
+                               std::string region = {});
 
     // errc::no_credentials or errc::invalid_argument with `problem` naming the profile, the line and the fix.
     BATON_DECL error_code run(profile_resolution& out, std::string& problem);
@@ -171,7 +173,7 @@ public:
         if (auto ec = load_shared_config(files, d, env_)) return std::move(done)(failed_outcome(label, ec, d.message));
         profile_resolution r;
         std::string problem;
-        profile_planner planner(files, choice, fixed_.empty(), env_);
+        profile_planner planner(files, choice, fixed_.empty(), env_, opts_.region);
         if (auto ec = planner.run(r, problem)) {
             // Most problems name the profile and the line already: the label would only repeat it.
             bool const named = problem.starts_with(label + " ");

@@ -192,14 +192,33 @@ BATON_DECL error_code parse_shared_file(std::string_view text, profile_file_kind
             auto const inner = baton::detail::trim(line.substr(1, close - 1));
             std::string name;
             profile_map* into = &out.profiles;
-            // `[word name]`: the word, then white space, then the name.
+            // `[word name]`, split as the CLI splits it (shlex): `[profile "a b"]` names `a b`; more than
+            // one name, or an unclosed quote, and the CLI ignores the section.
+            std::vector<std::string> words;
+            bool splits = true;
+            {
+                std::string w;
+                bool in_word = false;
+                for (std::size_t i = 0; i < inner.size() && splits; ++i) {
+                    char const c = inner[i];
+                    if (detail::ini_space(c)) {
+                        if (in_word) words.push_back(std::move(w)), w.clear(), in_word = false;
+                    } else if (c == '\'' || c == '"') {
+                        auto const close = inner.find(c, i + 1);
+                        if (close == std::string_view::npos) splits = false;
+                        else w += inner.substr(i + 1, close - i - 1), i = close, in_word = true;
+                    } else {
+                        w += c, in_word = true;
+                    }
+                }
+                if (in_word) words.push_back(std::move(w));
+            }
+            bool ignored = false;
             auto named = [&](std::string_view word) {
-                if (inner == word) return true; // the name is missing
-                if (inner.substr(0, word.size()) != word || inner.size() <= word.size() ||
-                    !detail::ini_space(inner[word.size()]))
-                    return false;
-                name = std::string(baton::detail::trim(inner.substr(word.size() + 1)));
-                return true;
+                if (words.empty() || words[0] != word) return false;
+                if (!splits || words.size() > 2) ignored = true;
+                else if (words.size() == 2) name = words[1];
+                return true; // with no name: refused below for a profile, ignored for the others
             };
             if (kind == profile_file_kind::credentials) {
                 name = std::string(inner);
@@ -215,6 +234,7 @@ BATON_DECL error_code parse_shared_file(std::string_view text, profile_file_kind
             }
             // The SDKs ignore a section they cannot split into a word and a name; a nameless
             // profile is refused, as before, since it was surely meant to be one.
+            if (ignored) into = nullptr;
             if (into != nullptr && into != &out.profiles && name.empty()) into = nullptr;
             if (into == &out.profiles && name.empty()) return fail(lineno, "a profile section without a name");
             in_section = true;

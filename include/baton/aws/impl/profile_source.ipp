@@ -10,8 +10,10 @@
 namespace baton::aws::detail {
 
 BATON_DECL profile_planner::profile_planner(shared_config const& files, profile_choice choice, bool env_allowed,
-                                            env_lookup env)
-    : files_(files), choice_(std::move(choice)), env_allowed_(env_allowed), env_(std::move(env)) {}
+                                            env_lookup env, std::string region)
+    : files_(files), choice_(std::move(choice)), env_allowed_(env_allowed), env_(std::move(env)) {
+    if (!region.empty()) region_ = std::move(region);
+}
 
 BATON_DECL std::string profile_planner::named(profile const& p) const { return "profile '" + printable(p.name) + "'"; }
 
@@ -59,12 +61,14 @@ BATON_DECL error_code profile_planner::run(profile_resolution& out, std::string&
 
 BATON_DECL error_code profile_planner::resolve_sts(std::string& problem) {
     if (sts_resolved_) return {};
+    std::string from = "provider_options::region";
     for (char const* var : {"AWS_REGION", "AWS_DEFAULT_REGION"})
-        if (!region_) region_ = env_value(env_, var);
+        if (!region_ && (region_ = env_value(env_, var))) from = var;
     if (!region_)
-        if (auto const* sel = files_.find(choice_.name)) region_ = sel->get("region");
+        if (auto const* sel = files_.find(choice_.name); sel != nullptr && (region_ = sel->get("region")))
+            from = at(*sel, "region");
     if (region_ && !is_valid_region_name(*region_)) {
-        problem = "the region '" + printable(*region_) + "' is not a region name";
+        problem = "the region '" + printable(*region_) + "' (" + from + ") is not a region name";
         return errc::invalid_argument;
     }
     diagnostics d;
@@ -73,10 +77,13 @@ BATON_DECL error_code profile_planner::resolve_sts(std::string& problem) {
         problem = "cannot build the STS endpoint: " + d.message;
         return configured.error();
     }
-    // Regional when the region is known (the CLI always is), else the global endpoint, signed for us-east-1.
-    sts_url_ = *configured ? (*configured)->url : region_ ? default_endpoint_url("sts", *region_)
-                                                          : std::string("https://sts.amazonaws.com");
-    signing_region_ = region_.value_or("us-east-1");
+    // Regional when the region is known (the CLI always is), else the global endpoint, signed for us-east-1
+    // (as is the pseudo-region aws-global).
+    bool const global = !region_ || *region_ == "aws-global";
+    sts_url_ = *configured ? (*configured)->url
+               : global    ? std::string("https://sts.amazonaws.com")
+                           : default_endpoint_url("sts", *region_);
+    signing_region_ = global ? std::string("us-east-1") : *region_;
     sts_resolved_ = true;
     return {};
 }
@@ -94,7 +101,8 @@ BATON_DECL error_code profile_planner::plan_role(profile const& p, std::vector<s
     if (p.get("mfa_serial")) {
         problem = at(p, "mfa_serial") + " sets mfa_serial: assuming its role needs an MFA code, which baton cannot "
                   "ask for; export the credentials instead (eval \"$(aws configure export-credentials --profile " +
-                  printable(choice_.name) + " --format env)\") or use a role that does not require MFA";
+                  printable(choice_.name) + " --format env)\", then run without choosing the profile, so that "
+                  "the environment's keys count) or use a role that does not require MFA";
         return errc::no_credentials;
     }
     if (auto d = p.get("duration_seconds")) {
@@ -190,8 +198,10 @@ BATON_DECL error_code profile_planner::plan_own(profile const* p, bool env_web, 
     }
     if (token_file) {
         if (!role_arn) {
-            problem = "web identity is configured (" + configured_by + ") but no role is: set AWS_ROLE_ARN" +
-                      (p != nullptr ? " or role_arn in " + named(*p) : std::string());
+            problem = "web identity is configured (" + configured_by + ") but no role is: set " +
+                      (env_web ? std::string("AWS_ROLE_ARN") : std::string()) +
+                      (env_web && p != nullptr ? " or " : "") +
+                      (p != nullptr ? "role_arn in " + named(*p) : std::string());
             return errc::no_credentials;
         }
         if (auto ec = resolve_sts(problem)) return ec;
@@ -215,11 +225,15 @@ BATON_DECL error_code profile_planner::plan_own(profile const* p, bool env_web, 
         auto const* s = p->find(key);
         return s != nullptr && !s->value.empty() && s->file == files_.files.credentials;
     };
-    if (in_credentials_file("aws_access_key_id") || in_credentials_file("aws_secret_access_key")) {
+    if (in_credentials_file("aws_access_key_id")) {
         found = true;
         plan.base = base_kind::static_keys;
         plan.base_what = "the keys of " + named(*p);
-        return read_keys(*p, plan.keys, problem);
+        if (auto ec = read_keys(*p, plan.keys, problem)) return ec;
+        // That provider reads the credentials file alone: a session token in the config file is not its.
+        if (auto const* t = p->find("aws_session_token"); t != nullptr && t->file != files_.files.credentials)
+            plan.keys.session_token.clear();
+        return {};
     }
     if (auto cmd = p->get("credential_process")) {
         found = true;
@@ -240,7 +254,7 @@ BATON_DECL error_code profile_planner::plan_own(profile const* p, bool env_web, 
 
 BATON_DECL error_code profile_planner::plan_sso(profile const& p, profile_plan& plan, std::string& problem) {
     auto& s = plan.sso;
-    s.profile_name = choice_.name;
+    s.profile_name = p.name; // `aws sso login --profile` reads that profile's own settings
     s.configured_by = line_of(p, p.find("sso_session") ? "sso_session" : "sso_account_id");
     std::map<std::string, std::string, std::less<>> merged;
     for (char const* key : {"sso_start_url", "sso_region", "sso_account_id", "sso_role_name", "sso_session"})

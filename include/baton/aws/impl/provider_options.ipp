@@ -33,6 +33,8 @@ BATON_DECL void provider_options::validate() const {
         throw config_error("provider_options::max_token_file_bytes must be positive");
     if (process_timeout < std::chrono::milliseconds(1) || process_timeout > std::chrono::hours(1))
         throw config_error("provider_options::process_timeout must be from 1 ms to 1 hour");
+    if (!region.empty() && !is_valid_region_name(region))
+        throw config_error("provider_options::region is not a region name (lower-case letters, digits and '-')");
     sts_http.validate();
 }
 

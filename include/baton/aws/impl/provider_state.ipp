@@ -141,6 +141,13 @@ BATON_DECL void provider_state::on_fetched(source_outcome o) {
         std::lock_guard lock(m_);
         auto const now = opts_.current_time();
         fetching_ = false;
+        if (o.what == source_outcome::kind::found && o.creds->expiration && *o.creds->expiration <= now) {
+            // Handing them out would fail every request, and fetch again on every use.
+            auto const ago = std::chrono::duration_cast<std::chrono::seconds>(now - *o.creds->expiration).count();
+            o = failed_outcome(o.label, errc::invalid_response,
+                               "the credentials it gave had expired " + std::to_string(ago) +
+                                   " s before they arrived; check this machine's clock and the source");
+        }
         if (o.what == source_outcome::kind::found) {
             cached_ = std::move(o.creds);
             cached_source_ = o.label;
