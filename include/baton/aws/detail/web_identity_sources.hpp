@@ -40,6 +40,9 @@ BATON_DECL error_code sts_error_code(std::string_view code, unsigned status);
 // `<action>Response/<action>Result/Credentials` of a 200, or the error document of a refusal. On failure
 // `reason` starts with `where` and `diag` carries the status, the service's code and the request id, each
 // with `secrets` (what the request carried) removed.
+// An STS query-API call: `POST` of the form `body` to `target`, asking for XML.
+BATON_DECL http::request sts_form_request(url_target const& target, std::string body);
+
 BATON_DECL error_code read_sts_credentials(http::response const& res, std::string_view action, std::string const& where,
                                            std::vector<std::string> const& secrets, credentials& out,
                                            std::string& reason, diagnostics& diag);
@@ -82,12 +85,7 @@ public:
                            "&RoleSessionName=" + enc(session) + "&WebIdentityToken=" + enc(token_);
         if (opts_.web_identity_duration.count() != 0)
             body += "&DurationSeconds=" + std::to_string(opts_.web_identity_duration.count());
-        http::request req{bhttp::verb::post, target_.target, 11};
-        req.set(bhttp::field::host, target_.ep.host_header());
-        req.set(bhttp::field::content_type, "application/x-www-form-urlencoded; charset=utf-8");
-        req.set(bhttp::field::accept, "text/xml");
-        req.body() = std::move(body);
-        req.prepare_payload();
+        auto req = sts_form_request(target_, std::move(body));
         client_.async_request(target_.ep, std::move(req), info_,
                               [self = this->shared_from_this()](error_code ec, http::response res) {
                                   self->on_response(ec, std::move(res));
@@ -171,12 +169,7 @@ public:
                            "&RoleSessionName=" + enc(session);
         if (s_.duration_seconds) body += "&DurationSeconds=" + std::to_string(*s_.duration_seconds);
         if (s_.external_id) body += "&ExternalId=" + enc(*s_.external_id);
-        http::request req{bhttp::verb::post, target_.target, 11};
-        req.set(bhttp::field::host, target_.ep.host_header());
-        req.set(bhttp::field::content_type, "application/x-www-form-urlencoded; charset=utf-8");
-        req.set(bhttp::field::accept, "text/xml");
-        req.body() = std::move(body);
-        req.prepare_payload();
+        auto req = sts_form_request(target_, std::move(body));
         if (auto ec = sign_request(req, *source_, signing_params::for_service("sts", s_.signing_region), now))
             return fail(ec, "cannot sign the STS request (region '" + printable(s_.signing_region) + "')");
         client_.async_request(target_.ep, std::move(req), info_,

@@ -38,6 +38,16 @@ BATON_DECL error_code sts_error_code(std::string_view code, unsigned status) {
     return errc::auth_failed; // InvalidIdentityToken, ExpiredTokenException, AccessDenied, IDPRejectedClaim, ...
 }
 
+BATON_DECL http::request sts_form_request(url_target const& target, std::string body) {
+    http::request req{bhttp::verb::post, target.target, 11};
+    req.set(bhttp::field::host, target.ep.host_header());
+    req.set(bhttp::field::content_type, "application/x-www-form-urlencoded; charset=utf-8");
+    req.set(bhttp::field::accept, "text/xml");
+    req.body() = std::move(body);
+    req.prepare_payload();
+    return req;
+}
+
 BATON_DECL error_code read_sts_credentials(http::response const& res, std::string_view action, std::string const& where,
                                            std::vector<std::string> const& secrets, credentials& out,
                                            std::string& reason, diagnostics& d) {
