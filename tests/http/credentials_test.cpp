@@ -801,13 +801,13 @@ TEST_CASE("profile: credential_source takes the first credentials from the envir
     test_env env;
     env.set("HOME", dir.path.string());
     env.set("AWS_ENDPOINT_URL_STS", sts.url());
-    dir.write(".aws/config", "[profile env]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n"
+    auto const cfg = dir.write(".aws/config", "[profile env]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n"
                              "[profile ecs]\nrole_arn = arn:aws:iam::1:role/c\ncredential_source = EcsContainer\n");
     auto p = aws::profile_credentials(ioc.get_executor(), "env", env.lookup());
     auto g = get(ioc, p);
     CHECK(g.ec == errc::no_credentials);
-    CHECK(g.fc.diag.message == "profile 'env': credential_source Environment of profile 'env' gave no credentials: "
-                               "AWS_ACCESS_KEY_ID not set");
+    CHECK(g.fc.diag.message == "profile 'env': credential_source Environment (" + cfg +
+                                   " line 3) gave no credentials: AWS_ACCESS_KEY_ID not set");
     env.set("AWS_ACCESS_KEY_ID", "AKIDENV");
     env.set("AWS_SECRET_ACCESS_KEY", "secret-env");
     p.invalidate();

@@ -139,7 +139,7 @@ BATON_DECL error_code profile_planner::plan_role(profile const& p, std::vector<s
                       "' is not one of Environment, Ec2InstanceMetadata, EcsContainer (the names are case-sensitive)";
             return errc::invalid_argument;
         }
-        plan.base_what = "credential_source " + *credential_source + " of " + named(p);
+        plan.base_what = "credential_source " + *credential_source + " (" + line_of(p, "credential_source") + ")";
         return {};
     }
     auto const& name = *source_profile;
