@@ -61,6 +61,27 @@ TEST_CASE("cancelling an async_wait_lost waiter leaves the lease alone") {
     CHECK(cancelled.calls == 1);
 }
 
+TEST_CASE("a cancellation signal destroyed right after emit: the waiter still completes aborted") {
+    // The cancellation runs later, posted; the emitter owes the operation nothing after emit.
+    sim::scheduler sched(22);
+    baton::memory_backend store(sched.get_executor());
+    sim_lease a(sched.get_executor(), store, options("a", 32));
+    acquire_now(sched, a);
+    completed cancelled;
+    {
+        auto sig = std::make_unique<asio::cancellation_signal>();
+        a.async_wait_lost(asio::bind_cancellation_slot(sig->slot(), on_completed(cancelled)));
+        sched.run_for(1s);
+        sig->emit(asio::cancellation_type::terminal);
+    } // the signal, and the slot the waiter was bound to, are gone before the cancellation runs
+    sched.run_for(0ns);
+    REQUIRE(cancelled.ec.has_value());
+    CHECK(*cancelled.ec == asio::error::operation_aborted);
+    CHECK(cancelled.calls == 1);
+    CHECK(a.is_held());
+    release_now(sched, a);
+}
+
 // ---- completion tokens ------------------------------------------------------------
 
 TEST_CASE("asio::deferred: nothing is sent until the operation is invoked") {

@@ -60,8 +60,14 @@ public:
         // After wrapping: any_completion_handler puts its own cancellation state in the handler's
         // slot, replacing anything installed there before; ours goes on the wrapper's slot.
         slot_ = boost::asio::get_associated_cancellation_slot(h_);
+        slot_fired_.reset();
         if (slot_.is_connected()) {
-            slot_.assign([owner = std::move(owner), ex, on_cancel](boost::asio::cancellation_type) {
+            // The emitter may destroy its signal as soon as emit returns, before the posted
+            // cancellation runs: once fired, the slot is not touched again.
+            auto fired = std::make_shared<bool>(false);
+            slot_fired_ = fired;
+            slot_.assign([owner = std::move(owner), ex, on_cancel, fired](boost::asio::cancellation_type) {
+                *fired = true;
                 boost::asio::post(ex, [owner, on_cancel] {
                     if (auto o = owner.lock()) on_cancel(*o);
                 });
@@ -93,8 +99,9 @@ public:
     handler_type take() {
         busy_ = false;
         ++gen_;
-        if (slot_.is_connected()) slot_.clear();
+        if (slot_.is_connected() && !(slot_fired_ && *slot_fired_)) slot_.clear();
         slot_ = {};
+        slot_fired_.reset();
         handler_type out;
         out.swap(h_);
         return out;
@@ -103,6 +110,7 @@ public:
 private:
     handler_type h_;
     boost::asio::cancellation_slot slot_;
+    std::shared_ptr<bool> slot_fired_; // set by the slot's handler: the signal may be gone since
     std::uint64_t gen_ = 0;
     bool busy_ = false;
 };
