@@ -213,7 +213,7 @@ options parse_args(int argc, char** argv) {
         else if (table_shards && !a.empty() && a[0] != '-') o.shards.emplace_back(a);
         else if (a == "--wait" && o.command == "run") o.wait = duration("--wait");
         else if (a == "--no-wait" && o.command == "run") o.no_wait = true;
-        else if (a == "--grace" && o.command == "run") o.grace = duration("--grace");
+        else if (a == "--grace" && (o.command == "run" || table_work)) o.grace = duration("--grace");
         else if (a == "--wall-clock-tokens" && o.command == "run") o.wall_clock_tokens = true;
         else if (a == "--metrics-file" && o.command == "run") o.metrics_file = value("--metrics-file");
         else if (a == "--verbose" && o.command == "run") o.verbose = true;
@@ -225,7 +225,7 @@ options parse_args(int argc, char** argv) {
                                    (table && o.table_action == "status")))
             o.json = true;
         else if (kv && !a.empty() && a[0] != '-' && o.key.empty()) o.key = std::string(a);
-        else if (a == "--" && o.command == "run") {
+        else if (a == "--" && (o.command == "run" || table_work)) {
             for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
         } else die(exit_usage, "unknown option '" + std::string(a) + "' for 'baton " + o.command + "' (try --help)");
     }
@@ -235,6 +235,8 @@ options parse_args(int argc, char** argv) {
     if (table_shards && o.shards.empty()) die(exit_usage, "baton table " + o.table_action + ": at least one SHARD is required");
     if (o.if_absent && o.if_version) die(exit_usage, "--if-version and --if-absent exclude each other");
     if (o.command == "run" && o.argv.empty()) die(exit_usage, "no command to run: put it after --");
+    if (table_work && !o.argv.empty() && (o.records != 0 || !o.log_path.empty()))
+        die(exit_usage, "--records and --log drive the demo worker; with -- COMMAND the command does the work");
     if (o.no_wait && o.wait) die(exit_usage, "--wait and --no-wait exclude each other");
     if (path_style && virtual_hosted) die(exit_usage, "--path-style and --virtual-hosted exclude each other");
     if (path_style || virtual_hosted) o.path_style = path_style;

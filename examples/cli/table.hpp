@@ -3,6 +3,7 @@
 #define BATON_CLI_TABLE_HPP
 
 #include "stores.hpp"
+#include "table_command.hpp"
 
 namespace baton_cli {
 
@@ -127,14 +128,22 @@ int run_table(asio::io_context& ioc, Table& table, options const& o, store_conte
     signals.async_wait([&](baton::error_code ec, int) {
         if (!ec) table.request_stop();
     });
-    table.async_run(work, [&](baton::error_code ec) {
+    auto on_end = [&](baton::error_code ec) {
         signals.cancel();
         if (ec) {
             code = report_store_error(store, "worker stopped", ec, table.last_diagnostics(), exit_failure);
             return;
         }
         code = 0;
-    });
+    };
+    shard_command cmd;
+    cmd.argv = o.argv;
+    cmd.store_url = o.store;
+    cmd.grace = o.grace;
+    if (cmd.argv.empty()) table.async_run(work, on_end);
+    else
+        table.async_run([&ioc, &cmd](typename Table::shard_type s) { return run_shard_command(ioc, std::move(s), cmd); },
+                        on_end);
     ioc.run();
     if (log.fd >= 0) ::close(log.fd);
     return code;

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""`baton table work -- CMD` across processes: the Python consumer in examples/ owns shards.
+
+Six shards of 60 input lines each are split among `baton table work` workers, each running
+examples/table_consumer.py once per shard it owns. Meanwhile one worker is killed with SIGKILL (its
+consumers die with it), one joins, and the killed one comes back; at the end every worker gets
+SIGTERM (it stops its consumers, hands their shards over with their last checkpoints, exits 0).
+
+Checks:
+  - every line of every shard was processed, and every shard's checkpoint ends at 60;
+  - the checkpoints sampled all along (`baton table status --json`) never went back;
+  - no two consumers processed one shard at once: per shard, ordered by the monotonic clock, the
+    fencing tokens of the processed lines never go down, and each consumer starts at or before
+    the line after the last checkpoint written;
+  - every worker exits 0 on SIGTERM, and the table then shows no live worker.
+Lines processed twice (between a consumer's last checkpoint and its death) are counted, never
+failed: that is the documented at-least-once outcome.
+
+Then, on the file store, one worker whose command exits by itself is started again after 1, 2
+and 4 s, and a checkpoint over the 16 KiB limit is refused and stops the command.
+
+Usage: table_command.py BATON_BINARY [file | dynamodb | s3]
+Skipped (exit 0, one line) when its server is not configured.
+"""
+import json, os, shutil, signal, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_cross_process import dynamodb_store, s3_store, skip_without_server
+
+SHARDS, LINES = 6, 60
+STEP = "0.1"  # seconds per line in the consumer: a shard takes 6 s, so the kill and joins land mid-way
+DONE_WITHIN = 90
+
+baton, kind = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "file")
+consumer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "table_consumer.py")
+
+
+def main():
+    skip_without_server(kind) if kind != "file" else None
+    scratch = tempfile.mkdtemp(prefix="baton-table-command-")
+    drop = None
+    if kind == "file":
+        store, env = "file://" + os.path.join(scratch, "store"), {}
+        os.makedirs(os.path.join(scratch, "store"))
+    elif kind == "dynamodb":
+        store, env, _, drop = dynamodb_store()
+    else:
+        store, env, _, _ = s3_store()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    full_env.update(env)
+    inputs, output = os.path.join(scratch, "in"), os.path.join(scratch, "processed.log")
+    os.makedirs(inputs)
+    shards = ["s%d" % i for i in range(SHARDS)]
+    for s in shards:
+        with open(os.path.join(inputs, s + ".txt"), "w") as f:
+            f.write("".join("%s line %d\n" % (s, n) for n in range(1, LINES + 1)))
+
+    def cli(*args):
+        r = subprocess.run([baton] + list(args), env=full_env, capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("baton %s exited %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+        return r.stdout
+
+    failures = []
+    last_checkpoint = {}
+
+    def sample():
+        st = json.loads(cli("table", "status", "--store", store, "--json"))
+        for s in st["shards"]:
+            cp = int(s["checkpoint"] or 0)
+            if cp < last_checkpoint.get(s["shard"], 0):
+                failures.append("checkpoint of %s went back: %d after %d" % (s["shard"], cp, last_checkpoint[s["shard"]]))
+            last_checkpoint[s["shard"]] = max(cp, last_checkpoint.get(s["shard"], 0))
+        return st
+
+    procs = {}
+
+    def start(name):
+        err = open(os.path.join(scratch, name + ".err"), "a")
+        procs[name] = subprocess.Popen(
+            [baton, "table", "work", "--store", store, "--worker", name, "--ttl", "2s", "--grace", "2s", "--",
+             sys.executable, consumer, inputs, output, "--step", STEP],
+            env=full_env, stdout=subprocess.DEVNULL, stderr=err)
+
+    def wait_sampling(seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            sample()
+            time.sleep(0.25)
+
+    try:
+        cli("table", "register", "--store", store, *shards)
+        for n in ("w1", "w2", "w3"):
+            start(n)
+        wait_sampling(2)
+        procs["w1"].kill()
+        procs["w1"].wait()
+        print("w1 killed")
+        wait_sampling(1)
+        start("w4")
+        print("w4 joined")
+        wait_sampling(2)
+        start("w1")
+        print("w1 restarted")
+        deadline = time.time() + DONE_WITHIN
+        while True:
+            st = sample()
+            if all(s["checkpoint"] == str(LINES) for s in st["shards"]):
+                break
+            if time.time() > deadline:
+                failures.append("not every shard reached line %d within %d s: %s" % (
+                    LINES, DONE_WITHIN, {s["shard"]: s["checkpoint"] for s in st["shards"]}))
+                break
+            time.sleep(0.25)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for name, p in procs.items():
+            try:
+                rc = p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc = p.wait()
+                failures.append("%s did not exit within 30 s of SIGTERM" % name)
+            if rc not in (0, -signal.SIGKILL):
+                failures.append("%s exited %d: %s" % (name, rc, open(os.path.join(scratch, name + ".err")).read()[-500:]))
+    st = sample()
+    live = [w["name"] for w in st["workers"] if not w["released"]]
+    if live:
+        failures.append("workers still live after SIGTERM: %s" % live)
+
+    # The processed lines: every one at least once; per shard, tokens never go down in time.
+    seen, twice = {}, 0
+    by_shard = {}
+    for line in open(output):
+        ns, shard, token, n, _ = line.split(" ", 4)
+        by_shard.setdefault(shard, []).append((int(ns), int(token), int(n)))
+    for s in shards:
+        events = sorted(by_shard.get(s, []))
+        numbers = [n for _, _, n in events]
+        missing = sorted(set(range(1, LINES + 1)) - set(numbers))
+        if missing:
+            failures.append("%s: lines never processed: %s" % (s, missing[:10]))
+        twice += len(numbers) - len(set(numbers))
+        top = 0
+        for ns, token, n in events:
+            if token < top:
+                failures.append("%s: line %d processed under token %d after token %d had processed lines "
+                                "(two consumers at once)" % (s, n, token, top))
+                break
+            top = token
+        seen[s] = len(set(numbers))
+    print("%d lines processed, %d twice (after a kill), tokens per shard: %s" % (
+        sum(seen.values()), twice, {s: sorted({t for _, t, _ in by_shard.get(s, [])}) for s in shards}))
+    if kind in ("file", "dynamodb"):  # on the file store: it checks the worker, not the store
+        failures += restarts_and_refusals(scratch, full_env)
+    if drop:
+        try:
+            drop()
+        except Exception:
+            pass
+    if failures:
+        print("the workers' logs are kept in " + scratch)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
+    return 1 if failures else 0
+
+
+def restarts_and_refusals(scratch, env):
+    """A command that exits by itself is started again after 1 s, 2 s, 4 s; a refused checkpoint
+    stops it. One worker, one shard, on the file store."""
+    failures = []
+    store = "file://" + os.path.join(scratch, "restarts")
+    os.makedirs(os.path.join(scratch, "restarts"))
+    subprocess.run([baton, "table", "register", "--store", store, "x"], env=env, check=True, capture_output=True)
+    # Each run checkpoints one more than it was given, then exits 3; the fourth run also writes a
+    # checkpoint of 20000 bytes (over the 16 KiB limit) and waits to be stopped.
+    script = ('n=$((${BATON_CHECKPOINT:-0}+1)); echo "checkpoint $n" >&"$BATON_CHECKPOINT_FD"; '
+              'if [ "$n" -ge 4 ]; then printf "checkpoint %020000d\\n" 0 >&"$BATON_CHECKPOINT_FD"; '
+              'exec sleep 30; fi; exit 3')
+    err_path = os.path.join(scratch, "restarts.err")
+    t0 = time.monotonic()
+    p = subprocess.Popen([baton, "table", "work", "--store", store, "--worker", "r", "--ttl", "2s", "--grace", "1s",
+                          "--", "sh", "-c", script], env=env, stdout=subprocess.DEVNULL, stderr=open(err_path, "w"))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        err = open(err_path).read()
+        if "refused" in err and "was stopped, status 143" in err:
+            break
+        time.sleep(0.2)
+    took = time.monotonic() - t0
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=30)
+    err = open(err_path).read()
+    st = json.loads(subprocess.run([baton, "table", "status", "--store", store, "--json"], env=env, check=True,
+                                   capture_output=True, text=True).stdout)
+    for needle in ("the command exited with status 3; starting it again in 1.0s",
+                   "the command exited with status 3; starting it again in 2.0s",
+                   "the command exited with status 3; starting it again in 4.0s",
+                   "refused: ", "stopping the command", "was stopped, status 143"):
+        if needle not in err:
+            failures.append("restarts: stderr lacks %r:\n%s" % (needle, err[-1500:]))
+    if not 7 <= took <= 15:
+        failures.append("restarts: three backoffs of 1, 2 and 4 s took %.1f s" % took)
+    if st["shards"][0]["checkpoint"] != "4":
+        failures.append("restarts: the checkpoint is %r, not 4 (the refused one must not land)" % st["shards"][0]["checkpoint"])
+    if rc != 0:
+        failures.append("restarts: the worker exited %d on SIGTERM" % rc)
+    print("restarts and a refused checkpoint: %.1f s, checkpoint %s" % (took, st["shards"][0]["checkpoint"]))
+    return failures
+
+
+if __name__ == "__main__":
+    sys.exit(main())
