@@ -215,8 +215,13 @@ options parse_args(int argc, char** argv) {
         else if (a == "--no-wait" && o.command == "run") o.no_wait = true;
         else if (a == "--grace" && (o.command == "run" || table_work)) o.grace = duration("--grace");
         else if (a == "--wall-clock-tokens" && o.command == "run") o.wall_clock_tokens = true;
-        else if (a == "--metrics-file" && o.command == "run") o.metrics_file = value("--metrics-file");
+        else if (a == "--metrics-file" && (o.command == "run" || table_work)) o.metrics_file = value("--metrics-file");
         else if (a == "--verbose" && o.command == "run") o.verbose = true;
+        else if (a == "--log-format" && (o.command == "run" || table_work || o.command == "watch")) {
+            auto const f = value("--log-format");
+            if (f != "text" && f != "json") die(exit_usage, "--log-format '" + f + "' is not text or json");
+            json_log = f == "json";
+        }
         else if (a == "--value" && kv && o.kv_action == "put") o.value = value("--value");
         else if (a == "--if-version" && kv_write) o.if_version = parse_u64_option("--if-version", value("--if-version"), false);
         else if (a == "--if-absent" && kv && o.kv_action == "put") o.if_absent = true;

@@ -55,8 +55,24 @@ constexpr int exit_kv_absent = 2;       // get: the key has no value
 constexpr int exit_kv_precondition = 3; // --if-version / --if-absent does not hold
 constexpr int exit_kv_fenced = 4;       // --fence: a higher token was already accepted for the key
 
+// Set once from --log-format json: events and errors go to stderr as JSON objects, one per line.
+inline bool json_log = false;
+
+// An error line on stderr: `baton: LINE`, or {"event":"error","message":LINE} with --log-format json.
+inline void print_error(std::string const& line) {
+    if (!json_log) {
+        std::fprintf(stderr, "baton: %s\n", line.c_str());
+        return;
+    }
+    boost::json::object o;
+    o["event"] = "error";
+    o["message"] = line;
+    std::string text = boost::json::serialize(o) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
 [[noreturn]] void die(int code, std::string const& line) {
-    std::fprintf(stderr, "baton: %s\n", line.c_str());
+    print_error(line);
     std::exit(code);
 }
 

@@ -62,6 +62,7 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
         cli_observer observer;
         observer.metrics_file = std::make_shared<std::string const>(o.metrics_file);
         observer.verbose = o.verbose;
+        observer.late_margin = std::chrono::duration_cast<std::chrono::nanoseconds>(o.ttl) / 6;
         // A path that cannot be written is a usage error, found before the lease is touched.
         if (o.command == "run" && !observer.write_metrics())
             die(exit_usage, "--metrics-file " + o.metrics_file + ": " + std::strerror(errno));

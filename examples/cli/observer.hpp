@@ -3,6 +3,7 @@
 #define BATON_CLI_OBSERVER_HPP
 
 #include "args.hpp"
+#include "event_log.hpp"
 
 namespace baton_cli {
 
@@ -17,6 +18,9 @@ struct cli_observer {
     baton::lease_metrics metrics;
     std::shared_ptr<std::string const> metrics_file = std::make_shared<std::string const>();
     bool verbose = false;
+    // A renewal with less than this left before its renew deadline is reported late (--log-format
+    // json): renewals normally leave a third of the TTL, so half of that means trouble.
+    std::chrono::nanoseconds late_margin{0};
 
     // Written to a temporary name and renamed, so a collector never reads half a file.
     bool write_metrics() const {
@@ -42,6 +46,11 @@ struct cli_observer {
 
     void on_acquired(baton::lease_acquired_event const& e) {
         metrics.on_acquired(e);
+        if (json_log)
+            log_event("acquired", {{"key", e.key}, {"token", e.fencing_token}, {"took_over", e.took_over},
+                                   {"created_record", e.created_record},
+                                   {"remaining_ms", std::chrono::duration_cast<std::chrono::milliseconds>(e.remaining).count()}},
+                      {});
         say("acquired '" + std::string(e.key) + "' with token " + std::to_string(e.fencing_token) +
             (e.took_over ? " (taken over)" : e.created_record ? " (record created)" : "") + "; " +
             seconds_text(e.remaining) + " to the renew deadline");
@@ -49,18 +58,29 @@ struct cli_observer {
     }
     void on_renewed(baton::lease_renewed_event const& e) {
         metrics.on_renewed(e);
+        if (json_log && e.margin < late_margin)
+            log_event("renewed_late", {{"key", e.key}, {"token", e.fencing_token},
+                                       {"latency_ms", std::chrono::duration_cast<std::chrono::milliseconds>(e.latency).count()},
+                                       {"margin_ms", std::chrono::duration_cast<std::chrono::milliseconds>(e.margin).count()}},
+                      {});
         say("renewed '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) + ") in " +
             millis_text(e.latency) + ", " + seconds_text(e.margin) + " before the renew deadline");
         after_event();
     }
     void on_lost(baton::lease_lost_event const& e) {
         metrics.on_lost(e);
+        if (json_log)
+            log_event("lost", {{"key", e.key}, {"token", e.fencing_token}, {"reason", e.reason}, {"detail", e.detail}}, {});
         say("lost '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) + "): " + std::string(e.reason) +
             (e.detail.empty() ? "" : ": " + std::string(e.detail)));
         after_event();
     }
     void on_released(baton::lease_released_event const& e) {
         metrics.on_released(e);
+        if (json_log)
+            log_event("released", {{"key", e.key}, {"token", e.fencing_token},
+                                   {"error", e.ec ? boost::json::value(e.ec.message()) : boost::json::value(nullptr)}},
+                      {});
         say("released '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) +
             "): " + (e.ec ? e.ec.message() : "ok"));
         after_event();

@@ -2,6 +2,7 @@
 #ifndef BATON_CLI_RUN_HPP
 #define BATON_CLI_RUN_HPP
 
+#include "event_log.hpp"
 #include "stores.hpp"
 
 namespace baton_cli {
@@ -24,7 +25,7 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
         if (lease.state() == baton::lease_state::held || lease.state() == baton::lease_state::lost)
             lease.async_release([&](baton::error_code ec) {
                 if (ec && ec != baton::errc::lease_lost && ec != baton::errc::not_held)
-                    std::fprintf(stderr, "baton: release failed: %s\n", ec.message().c_str());
+                    log_event("release_failed", {{"key", o.key}, {"error", ec.message()}}, "release failed: " + ec.message());
                 ioc.stop();
             });
         else
@@ -39,7 +40,8 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
                 if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
                     child_done = true;
                     exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                    if (lost) std::fprintf(stderr, "baton: command terminated after the lease was lost\n");
+                    log_event("command_exited", {{"key", o.key}, {"status", exit_code}, {"after_loss", lost}},
+                              lost ? "command terminated after the lease was lost" : "");
                     return release_and_exit();
                 }
             } else {
@@ -58,8 +60,9 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
         progress.expires_after(5s);
         progress.async_wait([&](baton::error_code ec) {
             if (ec || child > 0) return;
-            std::fprintf(stderr, "baton: waiting for lease '%s' (%s so far)\n", o.key.c_str(),
-                         seconds_text(std::chrono::steady_clock::now() - started).c_str());
+            auto const waited = std::chrono::steady_clock::now() - started;
+            log_event("waiting", {{"key", o.key}, {"waited_ms", std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()}},
+                      "waiting for lease '" + o.key + "' (" + seconds_text(waited) + " so far)");
             show_progress();
         });
     };
@@ -74,11 +77,12 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
         if (ec) {
             if (stopping) exit_code = 130;
             else if (ec == baton::errc::held_by_other) {
-                std::fprintf(stderr, "baton: lease '%s' is held by someone else\n", o.key.c_str());
+                log_event("not_acquired", {{"key", o.key}, {"reason", "held by someone else"}},
+                          "lease '" + o.key + "' is held by someone else");
                 exit_code = exit_unavailable;
             } else if (ec == baton::errc::timeout) {
-                std::fprintf(stderr, "baton: lease '%s' not acquired within %s\n", o.key.c_str(),
-                             seconds_text(*o.wait).c_str());
+                log_event("not_acquired", {{"key", o.key}, {"reason", "--wait ran out"}},
+                          "lease '" + o.key + "' not acquired within " + seconds_text(*o.wait));
                 exit_code = exit_unavailable;
             } else {
                 exit_code = report_store_error(store, "cannot acquire lease '" + o.key + "'", ec,
@@ -88,10 +92,12 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
         }
         if (stopping) return release_and_exit();
         std::string const token = std::to_string(g.fencing_token);
-        std::fprintf(stderr, "baton: acquired lease '%s' (fencing token %s)\n", o.key.c_str(), token.c_str());
+        // --log-format json: the observer logs the acquisition with its details.
+        if (!json_log) std::fprintf(stderr, "baton: acquired lease '%s' (fencing token %s)\n", o.key.c_str(), token.c_str());
         if (g.created_record && g.fencing_token == 1)
-            std::fprintf(stderr, "baton: created the lease record; if it existed before and was deleted, tokens "
-                                 "restarted at 1 (see --wall-clock-tokens)\n");
+            log_event("tokens_restarted", {{"key", o.key}},
+                      "created the lease record; if it existed before and was deleted, tokens restarted at 1 "
+                      "(see --wall-clock-tokens)");
         ioc.notify_fork(asio::io_context::fork_prepare);
         pid_t const supervisor = getpid();
         // SIGINT and SIGTERM stay blocked across the fork: one that reached the child before it
@@ -132,7 +138,7 @@ int run_command(asio::io_context& ioc, Lease& lease, options const& o, store_con
         lease.async_wait_lost([&](baton::error_code ec) {
             if (ec != baton::errc::lease_lost || child_done) return;
             lost = true;
-            std::fprintf(stderr, "baton: lease '%s' lost; terminating the command\n", o.key.c_str());
+            if (!json_log) std::fprintf(stderr, "baton: lease '%s' lost; terminating the command\n", o.key.c_str());
             kill(child, SIGTERM);
             kill_timer.expires_after(o.grace);
             kill_timer.async_wait([&](baton::error_code e) {

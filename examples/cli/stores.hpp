@@ -43,7 +43,7 @@ int report_store_error(store_context const& s, std::string const& doing, baton::
         line = doing + ": " + ec.message() + (d.empty() ? std::string() : ": " + d.to_string());
         code = otherwise;
     }
-    std::fprintf(stderr, "baton: %s\n", line.c_str());
+    print_error(line);
     return code;
 }
 

@@ -140,6 +140,9 @@ int run_table(asio::io_context& ioc, Table& table, options const& o, store_conte
     cmd.argv = o.argv;
     cmd.store_url = o.store;
     cmd.grace = o.grace;
+    cmd.metrics->path = o.metrics_file;
+    // A path that cannot be written is a usage error, found before any shard is claimed.
+    if (!cmd.metrics->write()) die(exit_usage, "--metrics-file " + o.metrics_file + ": " + std::strerror(errno));
     if (cmd.argv.empty()) table.async_run(work, on_end);
     else
         table.async_run([&ioc, &cmd](typename Table::shard_type s) { return run_shard_command(ioc, std::move(s), cmd); },

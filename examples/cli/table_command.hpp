@@ -3,6 +3,7 @@
 #ifndef BATON_CLI_TABLE_COMMAND_HPP
 #define BATON_CLI_TABLE_COMMAND_HPP
 
+#include "event_log.hpp"
 #include "stores.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -20,6 +21,47 @@ namespace baton_cli {
 // The file descriptor a shard's command writes its checkpoints to (BATON_CHECKPOINT_FD).
 constexpr int checkpoint_fd = 3;
 
+// The worker's figures for --metrics-file, in the Prometheus text format, rewritten after every event.
+struct table_metrics {
+    std::string path; // empty: none kept
+    std::uint64_t owned = 0, starts = 0, written = 0, refused = 0, in_doubt = 0, lost = 0, handed_over = 0;
+
+    // Written to a temporary name and renamed, so a collector never reads half a file.
+    bool write() const {
+        if (path.empty()) return true;
+        std::string text;
+        auto metric = [&](char const* name, char const* type, char const* help, std::string const& samples) {
+            text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + samples;
+        };
+        auto sample = [](char const* name, std::uint64_t v, std::string const& labels = {}) {
+            return std::string(name) + labels + " " + std::to_string(v) + "\n";
+        };
+        metric("baton_table_shards_owned", "gauge", "Shards whose command this worker runs now.",
+               sample("baton_table_shards_owned", owned));
+        metric("baton_table_command_starts_total", "counter", "Commands started, one per shard and restart.",
+               sample("baton_table_command_starts_total", starts));
+        metric("baton_table_checkpoints_total", "counter", "Checkpoints the commands wrote, by outcome.",
+               sample("baton_table_checkpoints_total", written, "{result=\"written\"}") +
+                   sample("baton_table_checkpoints_total", refused, "{result=\"refused\"}") +
+                   sample("baton_table_checkpoints_total", in_doubt, "{result=\"in_doubt\"}"));
+        metric("baton_table_shards_lost_total", "counter", "Shards lost (taken, or the worker lease lost).",
+               sample("baton_table_shards_lost_total", lost));
+        metric("baton_table_shards_handed_over_total", "counter", "Shards handed over (asked for, or the worker stopped).",
+               sample("baton_table_shards_handed_over_total", handed_over));
+        std::string const tmp = path + ".tmp." + std::to_string(::getpid());
+        std::FILE* f = std::fopen(tmp.c_str(), "w");
+        if (!f) return false;
+        bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+        ok = (std::fclose(f) == 0) && ok;
+        if (ok && std::rename(tmp.c_str(), path.c_str()) == 0) return true;
+        std::remove(tmp.c_str());
+        return false;
+    }
+    void changed() const {
+        if (!write()) print_error("cannot write --metrics-file " + path + ": " + std::strerror(errno));
+    }
+};
+
 // What every shard's command shares.
 struct shard_command {
     std::vector<std::string> argv;
@@ -30,6 +72,7 @@ struct shard_command {
     // the doubling again.
     std::chrono::milliseconds first_backoff{1000};
     std::chrono::milliseconds max_backoff{60000};
+    std::shared_ptr<table_metrics> metrics = std::make_shared<table_metrics>();
 };
 
 // A command started for one shard: its process, a pidfd that becomes readable when it exits,
@@ -113,9 +156,15 @@ public:
     asio::awaitable<int> run() {
         auto child = start_shard_child(ioc_, cmd_, s_.shard(), s_.token(), checkpoint_);
         if (child.pid < 0) {
-            std::fprintf(stderr, "baton: shard %s: cannot start the command: %s\n", s_.shard().c_str(), child.error.c_str());
+            log_event("command_not_started", {{"shard", s_.shard()}, {"token", s_.token()}, {"error", child.error}},
+                      "shard " + s_.shard() + ": cannot start the command: " + child.error);
             co_return 127;
         }
+        ++cmd_.metrics->starts;
+        cmd_.metrics->changed();
+        log_event("command_started", {{"shard", s_.shard()}, {"token", s_.token()}, {"checkpoint", checkpoint_},
+                                      {"pid", child.pid}},
+                  {});
         pid_ = child.pid;
         pipe_.assign(child.checkpoints);
         if (child.pidfd >= 0) process_.assign(child.pidfd);
@@ -159,7 +208,9 @@ private:
     void terminate(char const* why) {
         if (terminating_ || exited_) return;
         terminating_ = true;
-        if (why != nullptr) std::fprintf(stderr, "baton: shard %s: %s; stopping the command\n", s_.shard().c_str(), why);
+        if (why != nullptr)
+            log_event("command_stopping", {{"shard", s_.shard()}, {"token", s_.token()}, {"reason", why}},
+                      "shard " + s_.shard() + ": " + why + "; stopping the command");
         ::kill(pid_, SIGTERM);
         kill_timer_.expires_after(cmd_.grace);
         kill_timer_.async_wait([self = this->shared_from_this()](baton::error_code ec) {
@@ -218,17 +269,26 @@ private:
             if (!line.empty() && line.back() == '\n') line.pop_back();
             if (self->refused_ || self->s_.lost()) continue; // it is being stopped: nothing more counts
             if (line.rfind("checkpoint ", 0) != 0) {
-                std::fprintf(stderr, "baton: shard %s: ignoring a line on the checkpoint pipe that is not "
-                                     "'checkpoint VALUE'\n", self->s_.shard().c_str());
+                log_event("line_ignored", {{"shard", self->s_.shard()}},
+                          "shard " + self->s_.shard() + ": ignoring a line on the checkpoint pipe that is not "
+                          "'checkpoint VALUE'");
                 continue;
             }
             std::string value = line.substr(11);
             auto [cec] = co_await self->s_.async_checkpoint(value, asio::as_tuple(asio::use_awaitable));
+            auto& m = *self->cmd_.metrics;
             if (!cec || cec == baton::errc::unknown_outcome) {
                 // An outcome in doubt is settled by the next checkpoint; the command may go on.
                 if (!cec) self->checkpoint_ = std::move(value);
+                ++(cec ? m.in_doubt : m.written);
+                m.changed();
                 continue;
             }
+            ++m.refused;
+            m.changed();
+            log_event("checkpoint_refused", {{"shard", self->s_.shard()}, {"token", self->s_.token()},
+                                             {"value", value.substr(0, 64)}, {"error", cec.message()}},
+                      {});
             self->refuse("checkpoint '" + value.substr(0, 64) + (value.size() > 64 ? "...'" : "'") +
                          " refused: " + cec.message());
         }
@@ -250,6 +310,9 @@ asio::awaitable<void> run_shard_command(asio::io_context& ioc, Shard s, shard_co
     std::string checkpoint = s.grant().checkpoint.value_or(std::string());
     auto backoff = cmd.first_backoff;
     asio::steady_timer pause(ioc);
+    ++cmd.metrics->owned;
+    cmd.metrics->changed();
+    log_event("shard_acquired", {{"shard", s.shard()}, {"token", s.token()}, {"checkpoint", checkpoint}}, {});
     while (!s.stop_requested()) {
         auto const started = std::chrono::steady_clock::now();
         auto run = std::make_shared<shard_run<Shard>>(ioc, s, cmd, checkpoint);
@@ -257,8 +320,12 @@ asio::awaitable<void> run_shard_command(asio::io_context& ioc, Shard s, shard_co
         checkpoint = run->checkpoint();
         if (s.stop_requested()) break;
         if (std::chrono::steady_clock::now() - started >= cmd.max_backoff) backoff = cmd.first_backoff;
-        std::fprintf(stderr, "baton: shard %s: the command %s %d; starting it again in %s\n", s.shard().c_str(),
-                     run->refused() ? "was stopped, status" : "exited with status", status, seconds_text(backoff).c_str());
+        log_event("command_exited",
+                  {{"shard", s.shard()}, {"token", s.token()}, {"status", status}, {"stopped", run->refused()},
+                   {"restart_in_ms", backoff.count()}},
+                  "shard " + s.shard() + ": the command " +
+                      (run->refused() ? "was stopped, status " : "exited with status ") + std::to_string(status) +
+                      "; starting it again in " + seconds_text(backoff));
         pause.expires_after(backoff);
         // A stop while pausing ends the pause: the shard is handed over at once.
         asio::cancellation_signal pausing;
@@ -269,6 +336,12 @@ asio::awaitable<void> run_shard_command(asio::io_context& ioc, Shard s, shard_co
         pausing.emit(asio::cancellation_type::terminal);
         backoff = std::min(backoff * 2, cmd.max_backoff);
     }
+    // Returning hands the shard over with the last checkpoint, unless it was lost.
+    --cmd.metrics->owned;
+    ++(s.lost() ? cmd.metrics->lost : cmd.metrics->handed_over);
+    cmd.metrics->changed();
+    log_event(s.lost() ? "shard_lost" : "handed_over", {{"shard", s.shard()}, {"token", s.token()}, {"checkpoint", checkpoint}},
+              {});
 }
 
 } // namespace baton_cli

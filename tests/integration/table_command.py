@@ -155,6 +155,7 @@ def main():
         sum(seen.values()), twice, {s: sorted({t for _, t, _ in by_shard.get(s, [])}) for s in shards}))
     if kind in ("file", "dynamodb"):  # on the file store: it checks the worker, not the store
         failures += restarts_and_refusals(scratch, full_env)
+        failures += json_logs_and_metrics(scratch, full_env)
     if drop:
         try:
             drop()
@@ -211,6 +212,50 @@ def restarts_and_refusals(scratch, env):
     if rc != 0:
         failures.append("restarts: the worker exited %d on SIGTERM" % rc)
     print("restarts and a refused checkpoint: %.1f s, checkpoint %s" % (took, st["shards"][0]["checkpoint"]))
+    return failures
+
+
+def json_logs_and_metrics(scratch, env):
+    """--log-format json: every stderr line of `run` and `table work` is one JSON object with "event"
+    and "at", in the order things happened; --metrics-file counts what the worker did."""
+    failures = []
+    base = "file://" + os.path.join(scratch, "json")
+    r = subprocess.run([baton, "run", "--store", base + "-run", "--key", "k", "--log-format", "json", "--",
+                        "sh", "-c", "exit 3"], env=env, capture_output=True, text=True, timeout=60)
+    try:
+        events = [json.loads(line) for line in r.stderr.splitlines()]
+    except ValueError:
+        return ["json logs: run printed a line that is not JSON: %r" % r.stderr]
+    names = [e["event"] for e in events]
+    if r.returncode != 3 or [n for n in names if n != "tokens_restarted"] != ["acquired", "command_exited", "released"] \
+            or not all("at" in e for e in events) or events[0].get("key") != "k":
+        failures.append("json logs: run exited %d with events %s" % (r.returncode, names))
+    store, metrics = base + "-table", os.path.join(scratch, "table.prom")
+    subprocess.run([baton, "table", "register", "--store", store, "a"], env=env, check=True, capture_output=True)
+    err_path = os.path.join(scratch, "json-table.err")
+    p = subprocess.Popen([baton, "table", "work", "--store", store, "--worker", "j", "--log-format", "json",
+                          "--metrics-file", metrics, "--", "sh", "-c",
+                          'echo "checkpoint 1" >&3; echo "checkpoint 2" >&3; exec sleep 30'],
+                         env=env, stdout=subprocess.DEVNULL, stderr=open(err_path, "w"))
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and "baton_table_checkpoints_total{result=\"written\"} 2" not in \
+            (open(metrics).read() if os.path.exists(metrics) else ""):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=30)
+    try:
+        events = [json.loads(line) for line in open(err_path).read().splitlines()]
+    except ValueError:
+        return failures + ["json logs: table work printed a line that is not JSON: %r" % open(err_path).read()]
+    names = [e["event"] for e in events]
+    if rc != 0 or names != ["shard_acquired", "command_started", "handed_over"] or events[-1].get("checkpoint") != "2":
+        failures.append("json logs: table work exited %d with events %s" % (rc, events))
+    text = open(metrics).read()
+    for line in ("baton_table_shards_owned 0", "baton_table_command_starts_total 1",
+                 'baton_table_checkpoints_total{result="written"} 2', "baton_table_shards_handed_over_total 1"):
+        if line not in text:
+            failures.append("metrics file lacks %r:\n%s" % (line, text))
+    print("json logs and metrics: %s" % ("ok" if not failures else "failed"))
     return failures
 
 
