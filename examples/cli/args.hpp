@@ -39,20 +39,28 @@ struct store_url {
     std::string lock;   // s3 with ?lock=URL: the lock store of the commit protocol (dynamodb:// or file://)
 };
 
-store_url parse_store(std::string const& url) {
+// The forms --store takes: every error about a store URL lists them, so that a typo
+// (s3:/bucket, S3://bucket) is answered with what would have worked.
+constexpr char const* store_forms =
+    "file:///dir, s3://bucket[/prefix], s3://bucket[/prefix]?lock=dynamodb://table|file:///dir, dynamodb://table";
+
+[[noreturn]] void bad_store(std::string const& url, std::string const& why) {
+    die(exit_usage, "--store '" + url + "': " + why + "; accepted forms: " + store_forms);
+}
+
+// `whole` is the URL the user wrote, for messages: the lock store's URL is parsed on its own.
+store_url parse_store(std::string const& url, std::string const& whole) {
     auto const sep = url.find("://");
-    if (sep == std::string::npos) die(exit_usage, "--store '" + url + "' is not a URL (expected file:///dir)");
+    if (sep == std::string::npos) bad_store(whole, "not a URL (no '://')");
     store_url u{url, url.substr(0, sep), url.substr(sep + 3), {}, {}};
     if (u.scheme == "file") {
         // file:///abs/dir, or file://localhost/abs/dir
         if (u.path.rfind("localhost/", 0) == 0) u.path = u.path.substr(9);
-        if (u.path.empty() || u.path[0] != '/')
-            die(exit_usage, "--store '" + url + "': a file URL needs an absolute path (file:///dir)");
+        if (u.path.empty() || u.path[0] != '/') bad_store(whole, "a file URL needs an absolute path");
         return u;
     }
     if (u.scheme == "dynamodb") {
-        if (u.path.empty() || u.path.find('/') != std::string::npos)
-            die(exit_usage, "--store '" + url + "': expected dynamodb://TABLE");
+        if (u.path.empty() || u.path.find('/') != std::string::npos) bad_store(whole, "a dynamodb URL names one table");
         return u;
     }
     if (u.scheme == "s3") {
@@ -63,11 +71,11 @@ store_url parse_store(std::string const& url) {
             std::string const query = u.path.substr(q + 1);
             u.path.resize(q);
             if (query.rfind("lock=", 0) != 0 || query.size() == 5)
-                die(exit_usage, "--store '" + url + "': the only query is ?lock=dynamodb://TABLE or ?lock=file:///DIR");
+                bad_store(whole, "the only query is ?lock=dynamodb://TABLE or ?lock=file:///DIR");
             u.lock = query.substr(5);
-            store_url const lock = parse_store(u.lock);
+            store_url const lock = parse_store(u.lock, whole);
             if (lock.scheme != "dynamodb" && lock.scheme != "file")
-                die(exit_usage, "--store '" + url + "': the lock store must be dynamodb://TABLE or file:///DIR");
+                bad_store(whole, "the lock store must be dynamodb://TABLE or file:///DIR");
         }
         // s3://bucket[/prefix], as the AWS CLI writes them: the prefix is taken literally (no
         // percent-decoding) and names a folder, so s3://b/locks and s3://b/locks/ are the same store.
@@ -77,12 +85,19 @@ store_url parse_store(std::string const& url) {
             u.path.resize(slash);
             if (!u.prefix.empty() && u.prefix.back() != '/') u.prefix += '/';
         }
-        if (u.path.empty()) die(exit_usage, "--store '" + url + "': expected s3://BUCKET or s3://BUCKET/PREFIX");
+        if (u.path.empty()) bad_store(whole, "an s3 URL names a bucket");
         return u;
     }
-    die(exit_usage, "--store '" + url + "': unknown scheme '" + u.scheme +
-                        "' (expected file://, s3:// or dynamodb://)");
+    std::string lower = u.scheme;
+    for (auto& c : lower)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    bad_store(whole, "unknown scheme '" + u.scheme + "'" +
+                         (lower != u.scheme && (lower == "s3" || lower == "file" || lower == "dynamodb")
+                              ? " (schemes are lower case)"
+                              : ""));
 }
+
+store_url parse_store(std::string const& url) { return parse_store(url, url); }
 
 struct options {
     std::string command;
@@ -234,7 +249,7 @@ options parse_args(int argc, char** argv) {
             for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
         } else die(exit_usage, "unknown option '" + std::string(a) + "' for 'baton " + o.command + "' (try --help)");
     }
-    if (o.store.empty()) die(exit_usage, "--store is required (e.g. --store file:///var/lib/baton)");
+    if (o.store.empty()) die(exit_usage, std::string("--store is required; accepted forms: ") + store_forms);
     if (kv && o.kv_action != "list" && o.key.empty()) die(exit_usage, "baton kv " + o.kv_action + ": a KEY is required");
     if (!kv && !table && o.command != "probe" && o.key.empty()) die(exit_usage, "--key is required");
     if (table_shards && o.shards.empty()) die(exit_usage, "baton table " + o.table_action + ": at least one SHARD is required");

@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
                 baton::file_backend_params fp;
                 fp.root = lock.path;
                 store.addressing += std::string(store.addressing.empty() ? "" : ", ") + "commits in directory '" + lock.path + "'";
+                store.lock_container = "lock directory '" + lock.path + "'";
                 return dispatch<baton::aws::sigv4_signer>(
                     ioc, baton::s3_file_commit(std::move(backend), baton::file_backend(ioc.get_executor(), fp)), o, store);
             }
@@ -130,6 +131,11 @@ int main(int argc, char** argv) {
             lp.credentials_provider = creds.provider;
             store.addressing += std::string(store.addressing.empty() ? "" : ", ") + "commits in table '" + lp.table + "' at " +
                                 baton::http::endpoint::from_url(lp.effective_endpoint()).origin();
+            store.lock_container = "lock table '" + lp.table + "'";
+            store.lock_location = describe_location(
+                baton::http::endpoint::from_url(lp.effective_endpoint()),
+                *lock_endpoint ? endpoint_choice{(*lock_endpoint)->url, (*lock_endpoint)->source} : endpoint_choice{},
+                lp.region);
             return dispatch<baton::aws::sigv4_signer>(
                 ioc, baton::s3_dynamodb_commit(std::move(backend), baton::dynamodb_backend(ioc.get_executor(), lp)), o, store);
         }

@@ -16,6 +16,8 @@ struct store_context {
     std::string identity;  // the credentials' key id, never the secret; empty for local stores
     std::string credential_source; // which source gave them, e.g. "environment" or "profile 'dev'"
     std::string addressing; // s3: "path-style" or "virtual-hosted"
+    std::string lock_container; // composed stores (?lock=): "lock table 't'", "lock directory '/d'"
+    std::string lock_location;  // composed stores: where the lock table is, as `location`
 };
 
 // Prints one line for a failed store operation and returns the exit status it deserves.
@@ -26,7 +28,17 @@ int report_store_error(store_context const& s, std::string const& doing, baton::
     std::string const said = d.empty() ? ec.message() : d.to_string();
     std::string line;
     int code = exit_usage;
-    if (ec == baton::errc::not_found) {
+    // A composed store has two parts, and the headline names the one that is missing: DynamoDB
+    // answers a missing table with ResourceNotFoundException, S3 a missing bucket with NoSuchBucket.
+    // An answer without diagnostics (the kv recipe's reads keep none) could be either.
+    bool const composed = !s.lock_container.empty();
+    if (ec == baton::errc::not_found && composed && d.service_code == "ResourceNotFoundException") {
+        line = doing + ": " + s.lock_container + " does not exist" + s.lock_location + " (" + said +
+               "); create it, or check the table in ?lock=, its endpoint and --region";
+    } else if (ec == baton::errc::not_found && composed && d.empty()) {
+        line = doing + ": " + s.container + s.location + " or " + s.lock_container + s.lock_location +
+               " does not exist (" + said + "); check --store, the endpoints and --region";
+    } else if (ec == baton::errc::not_found) {
         line = doing + ": " + s.container + " does not exist" + s.location + " (" + said +
                "); create it, or check --store, --endpoint and --region";
     } else if (ec == baton::errc::auth_failed) {
