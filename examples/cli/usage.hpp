@@ -18,7 +18,20 @@ char const* const usage_main =
     "stores are URLs: file:///path/to/dir, s3://bucket[/prefix], dynamodb://table,\n"
     "  s3://bucket[/prefix]?lock=dynamodb://table (an S3 store without conditional writes,\n"
     "  coordinated through a DynamoDB table; ?lock=file:///dir on one host)\n"
-    "run 'baton <command> --help' for the options of each.\n";
+    "run 'baton <command> --help' for the options of each.\n"
+    "\n"
+    "exit status (baton's own; 'run' exits with its command's status once it started):\n"
+    "   0  done (probe: leases are safe on the store)\n"
+    "   1  a store operation failed (probe: leases not safe, or the probe did not finish)\n"
+    "   2  kv get: the key has no value\n"
+    "   3  kv put/rm: the --if-version or --if-absent condition does not hold\n"
+    "   4  kv put/rm: fenced (the key accepted a higher --fence token)\n"
+    "  64  bad usage, or a store that cannot work as configured (missing bucket or\n"
+    "      table, refused credentials, a store that ignores preconditions)\n"
+    "  75  run: the lease could not be had (held with --no-wait, --wait ran out)\n"
+    "  run: COMMAND's status; 128+N when it died of signal N (143 after the SIGTERM\n"
+    "      of a lost lease); 127 when it could not be started; 128+N when baton got\n"
+    "      signal N before COMMAND started\n";
 
 char const* const usage_run =
     "usage: baton run --store URL --key KEY [options] -- COMMAND [ARGS...]\n"
