@@ -123,6 +123,7 @@ struct options {
     bool if_absent = false;
     std::optional<std::uint64_t> fence;
     bool json = false;
+    bool policy = false;                   // probe: print a bucket policy instead of probing
     // table
     std::string table_action;          // register, retire, status, work
     std::vector<std::string> shards;   // register, retire
@@ -244,12 +245,14 @@ options parse_args(int argc, char** argv) {
         else if (a == "--json" && (kv || o.command == "status" || o.command == "probe" ||
                                    (table && o.table_action == "status")))
             o.json = true;
+        else if (a == "--policy" && o.command == "probe") o.policy = true;
         else if (kv && !a.empty() && a[0] != '-' && o.key.empty()) o.key = std::string(a);
         else if (a == "--" && (o.command == "run" || table_work)) {
             for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
         } else die(exit_usage, "unknown option '" + std::string(a) + "' for 'baton " + o.command + "' (try --help)");
     }
     if (o.store.empty()) die(exit_usage, std::string("--store is required; accepted forms: ") + store_forms);
+    if (o.policy && o.json) die(exit_usage, "--policy prints JSON already; drop --json");
     if (kv && o.kv_action != "list" && o.key.empty()) die(exit_usage, "baton kv " + o.kv_action + ": a KEY is required");
     if (!kv && !table && o.command != "probe" && o.key.empty()) die(exit_usage, "--key is required");
     if (table_shards && o.shards.empty()) die(exit_usage, "baton table " + o.table_action + ": at least one SHARD is required");

@@ -24,6 +24,7 @@
 
 #include "kv.hpp"
 #include "observer.hpp"
+#include "policy.hpp"
 #include "run.hpp"
 #include "status.hpp"
 #include "table.hpp"
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
     store_url const url = parse_store(o.store);
     if (o.path_style && url.scheme != "s3")
         die(exit_usage, "--path-style and --virtual-hosted apply to s3:// stores only");
+    if (o.policy) return print_policy(url, o);
     asio::io_context ioc(1);
     store_context store;
     store.url = url.text;

@@ -102,10 +102,15 @@ char const* const usage_probe =
     "  --json             print one JSON document: {\"store\", \"checks\": [...],\n"
     "                     \"conditional_create\", \"conditional_replace\", \"conditional_erase\",\n"
     "                     \"unquoted_if_match\" (S3), \"leases\": \"supported\" or \"refused\", \"reason\"}\n"
+    "  --policy           s3:// only: probe nothing; print an AWS S3 bucket policy (JSON, on\n"
+    "                     stdout) that refuses PUTs without If-None-Match or If-Match and\n"
+    "                     DELETEs without If-Match under the store's prefix, and on stderr\n"
+    "                     how to apply it and what it does not cover (not for ?lock= stores)\n"
     "%s"
     "\n"
-    "exit status: 0 when leases are safe on the store, 1 when not (or the probe\n"
-    "could not finish), 64 on bad usage or a store that cannot work as configured.\n";
+    "exit status: 0 when leases are safe on the store (--policy: printed), 1 when not\n"
+    "(or the probe could not finish), 64 on bad usage or a store that cannot work as\n"
+    "configured.\n";
 
 char const* const usage_kv =
     "usage: baton kv get  --store URL KEY [--json]\n"

@@ -11,24 +11,26 @@ def _hmac(key, msg):
     return hmac.new(key, msg.encode(), hashlib.sha256).digest()
 
 
-def s3_request(method, endpoint, region, access_key, secret_key, path, body=b""):
-    """Sends one signed request; returns (status, body text). `path` is already URI-encoded."""
+def s3_request(method, endpoint, region, access_key, secret_key, path, body=b"", query="", extra_headers=None):
+    """Sends one signed request; returns (status, body text). `path` is already URI-encoded; `query`
+    is the canonical query string (e.g. "policy="); `extra_headers` are sent unsigned (If-Match...)."""
     host = urllib.parse.urlsplit(endpoint).netloc
     now = datetime.datetime.now(datetime.timezone.utc)
     amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
     payload = hashlib.sha256(body).hexdigest()
     headers = {"host": host, "x-amz-content-sha256": payload, "x-amz-date": amz_date}
     signed = ";".join(sorted(headers))
-    canonical = "\n".join([method, path, "", "".join("%s:%s\n" % (k, headers[k]) for k in sorted(headers)),
+    canonical = "\n".join([method, path, query, "".join("%s:%s\n" % (k, headers[k]) for k in sorted(headers)),
                            signed, payload])
     scope = "%s/%s/s3/aws4_request" % (day, region)
     to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
     key = _hmac(_hmac(_hmac(_hmac(("AWS4" + secret_key).encode(), day), region), "s3"), "aws4_request")
     signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    req = urllib.request.Request(endpoint + path, data=body if body else None, method=method, headers={
+    req = urllib.request.Request(endpoint + path + ("?" + query if query else ""), data=body if body else None,
+                                 method=method, headers=dict(extra_headers or {}, **{
         "x-amz-content-sha256": payload, "x-amz-date": amz_date,
         "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"
-                         % (access_key, scope, signed, signature)})
+                         % (access_key, scope, signed, signature)}))
     try:
         with urllib.request.urlopen(req, timeout=10) as res:
             return res.status, res.read().decode(errors="replace")
