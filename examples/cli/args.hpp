@@ -131,6 +131,8 @@ struct options {
     std::uint64_t records = 0;         // work: records per shard (0: without end)
     std::chrono::milliseconds step = 100ms;
     std::string log_path;              // work: event lines
+    // watch
+    std::chrono::milliseconds interval = 1s; // one read of the record per interval
 };
 
 std::uint64_t parse_u64_option(char const* name, std::string const& text, bool allow_zero) {
@@ -158,6 +160,7 @@ options parse_args(int argc, char** argv) {
                         : o.command == "probe"                                  ? usage_probe
                         : o.command == "kv"                                     ? usage_kv
                         : o.command == "table"                                  ? usage_table
+                        : o.command == "watch"                                  ? usage_watch
                                                                                 : nullptr;
     if (!usage) die(exit_usage, "unknown command '" + o.command + "' (try 'baton --help')");
     int first = 2;
@@ -220,6 +223,13 @@ options parse_args(int argc, char** argv) {
         else if (a == "--path-style") path_style = true;
         else if (a == "--virtual-hosted") virtual_hosted = true;
         else if (a == "--key") o.key = value("--key");
+        else if (a == "--json" && o.command == "watch") o.json = true;
+        else if (a == "--interval" && o.command == "watch") {
+            o.interval = duration("--interval");
+            // Each interval is one read of the store (a request, billed on AWS): 10 ms is plenty.
+            if (o.interval < 10ms)
+                die(exit_usage, "--interval '" + std::string(argv[i]) + "' is too short (at least 10ms)");
+        }
         else if (a == "--owner" && o.command == "run") o.owner = value("--owner");
         else if (a == "--ttl" && (o.command == "run" || table_work)) o.ttl = duration("--ttl");
         else if (a == "--worker" && table_work) o.worker = value("--worker");

@@ -2,6 +2,7 @@
 //
 //   baton run    --store URL --key K [--ttl 20s] [--wait DURATION | --no-wait] [--owner NAME] -- CMD ARGS...
 //   baton status --store URL --key K
+//   baton watch  --store URL --key K [--json] [--interval 1s]
 //   baton probe  --store URL
 //   baton kv get|put|rm|list --store URL KEY [--value V] [--if-version N | --if-absent] [--fence T] [--json]
 //
@@ -20,7 +21,7 @@
 // If baton itself is killed, the command is killed too (it would run unprotected).
 //
 // This file parses nothing and runs nothing itself: it picks the store and hands over to the
-// command's header beside it (args, stores, run, status, kv, table, observer, usage).
+// command's header beside it (args, stores, run, status, watch, kv, table, observer, usage).
 
 #include "kv.hpp"
 #include "observer.hpp"
@@ -28,6 +29,7 @@
 #include "run.hpp"
 #include "status.hpp"
 #include "table.hpp"
+#include "watch.hpp"
 
 namespace baton_cli {
 
@@ -69,6 +71,7 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
             die(exit_usage, "--metrics-file " + o.metrics_file + ": " + std::strerror(errno));
         Lease lease(ioc.get_executor(), std::move(backend), lo, {}, {}, {}, observer);
         if (o.command == "status") return show_status(ioc, lease, o, store);
+        if (o.command == "watch") return run_watch(ioc, lease, o, store);
         return run_command(ioc, lease, o, store);
     } catch (baton::config_error const& e) {
         die(exit_usage, e.what());
