@@ -151,6 +151,10 @@ options parse_args(int argc, char** argv) {
         std::exit(exit_usage);
     }
     o.command = argv[1];
+    if (o.command == "--version" || o.command == "-V") {
+        std::printf("baton %s\n", BATON_VERSION);
+        std::exit(0);
+    }
     if (o.command == "--help" || o.command == "-h" || o.command == "help") {
         std::fputs(usage_main, stdout);
         std::exit(0);

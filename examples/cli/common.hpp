@@ -42,6 +42,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#ifndef BATON_VERSION
+#define BATON_VERSION "unknown" // the build gives the project's version
+#endif
+
 namespace baton_cli {
 
 namespace asio = boost::asio;
