@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from cli_cross_process import dynamodb_store, s3_store, skip_without_server
 from s3_request import create_bucket
 import proxied
+from table_workers import stop_workers, wait_all_checkpoints
 
 SHARDS = 12
 RECORDS = 40
@@ -169,16 +170,7 @@ def main():
         wait_sampling(2)
         start("w5")
         print("w5 joined")
-        deadline = time.time() + DONE_WITHIN
-        while True:
-            st = sample()
-            if all(s["checkpoint"] == str(RECORDS) for s in st["shards"]):
-                break
-            if time.time() > deadline:
-                failures.append("not every shard reached record %d within %d s: %s" % (
-                    RECORDS, DONE_WITHIN, {s["shard"]: s["checkpoint"] for s in st["shards"]}))
-                break
-            time.sleep(0.25)
+        wait_all_checkpoints(sample, RECORDS, DONE_WITHIN, failures)
         proxied.calm(proxies)
         if proxies:
             # A worker whose lease the faults left in doubt learns its fate by its deadline (one
@@ -210,20 +202,7 @@ def main():
                 break
             time.sleep(0.5)
     finally:
-        for name, p in procs.items():
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)
-                p.send_signal(signal.SIGTERM)
-        for name, p in procs.items():
-            try:
-                rc = p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                rc = p.wait()
-                failures.append("%s did not exit within 30 s of SIGTERM" % name)
-            if rc not in (0, -signal.SIGKILL):
-                err = open(os.path.join(scratch, name + ".err")).read().strip()
-                failures.append("%s exited %d: %s" % (name, rc, err[-500:]))
+        stop_workers(procs, scratch, failures)
         if proxies:
             print("network faults by kind: " + proxied.describe(proxied.stop(proxies)))
     st = status()

@@ -26,6 +26,7 @@ import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_cross_process import dynamodb_store, s3_store, skip_without_server
+from table_workers import stop_workers, wait_all_checkpoints
 
 SHARDS, LINES = 6, 60
 STEP = "0.1"  # seconds per line in the consumer: a shard takes 6 s, so the kill and joins land mid-way
@@ -102,29 +103,9 @@ def main():
         wait_sampling(2)
         start("w1")
         print("w1 restarted")
-        deadline = time.time() + DONE_WITHIN
-        while True:
-            st = sample()
-            if all(s["checkpoint"] == str(LINES) for s in st["shards"]):
-                break
-            if time.time() > deadline:
-                failures.append("not every shard reached line %d within %d s: %s" % (
-                    LINES, DONE_WITHIN, {s["shard"]: s["checkpoint"] for s in st["shards"]}))
-                break
-            time.sleep(0.25)
+        wait_all_checkpoints(sample, LINES, DONE_WITHIN, failures, "line")
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for name, p in procs.items():
-            try:
-                rc = p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                rc = p.wait()
-                failures.append("%s did not exit within 30 s of SIGTERM" % name)
-            if rc not in (0, -signal.SIGKILL):
-                failures.append("%s exited %d: %s" % (name, rc, open(os.path.join(scratch, name + ".err")).read()[-500:]))
+        stop_workers(procs, scratch, failures)
     st = sample()
     live = [w["name"] for w in st["workers"] if not w["released"]]
     if live:

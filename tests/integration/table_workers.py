@@ -1,0 +1,36 @@
+"""What the cross-process lease-table tests share: waiting for every shard's last checkpoint, and
+stopping the workers the way an operator does (SIGTERM; each must exit 0)."""
+import os, signal, subprocess, time
+
+
+def wait_all_checkpoints(sample, last, within, failures, unit="record"):
+    """Samples the table until every shard's checkpoint is `last`; a failure after `within` s."""
+    deadline = time.time() + within
+    while True:
+        st = sample()
+        if all(s["checkpoint"] == str(last) for s in st["shards"]):
+            return
+        if time.time() > deadline:
+            failures.append("not every shard reached %s %d within %d s: %s" % (
+                unit, last, within, {s["shard"]: s["checkpoint"] for s in st["shards"]}))
+            return
+        time.sleep(0.25)
+
+
+def stop_workers(procs, scratch, failures):
+    """SIGTERM to every worker still running (SIGCONT first: one may be frozen); each must exit 0
+    (or have been SIGKILLed by the test) within 30 s. Its stderr is in SCRATCH/NAME.err."""
+    for p in procs.values():
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.send_signal(signal.SIGTERM)
+    for name, p in procs.items():
+        try:
+            rc = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+            failures.append("%s did not exit within 30 s of SIGTERM" % name)
+        if rc not in (0, -signal.SIGKILL):
+            err = open(os.path.join(scratch, name + ".err")).read().strip()
+            failures.append("%s exited %d: %s" % (name, rc, err[-500:]))
