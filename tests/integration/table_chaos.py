@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from cli_cross_process import dynamodb_store, s3_store, skip_without_server
 from s3_request import create_bucket
 import proxied
-from table_workers import stop_workers, wait_all_checkpoints
+from table_workers import finish, stop_workers, wait_all_checkpoints
 
 SHARDS = 12
 RECORDS = 40
@@ -210,19 +210,7 @@ def main():
     if still_live:
         failures.append("workers still live after SIGTERM: %s" % still_live)
     failures += check_log(log_path)
-    if drop:
-        try:
-            drop()
-        except Exception:
-            pass
-    if failures:
-        print("the workers' logs and the proxies' decisions are kept in " + scratch)
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-    for f in failures:
-        print("FAIL: " + f)
-    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
-    return 1 if failures else 0
+    return finish(failures, scratch, drop, "the workers' logs and the proxies' decisions are")
 
 
 def check_log(path):

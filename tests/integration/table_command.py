@@ -26,7 +26,7 @@ import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_cross_process import dynamodb_store, s3_store, skip_without_server
-from table_workers import stop_workers, wait_all_checkpoints
+from table_workers import finish, stop_workers, wait_all_checkpoints
 
 SHARDS, LINES = 6, 60
 STEP = "0.1"  # seconds per line in the consumer: a shard takes 6 s, so the kill and joins land mid-way
@@ -137,19 +137,7 @@ def main():
     if kind in ("file", "dynamodb"):  # on the file store: it checks the worker, not the store
         failures += restarts_and_refusals(scratch, full_env)
         failures += json_logs_and_metrics(scratch, full_env)
-    if drop:
-        try:
-            drop()
-        except Exception:
-            pass
-    if failures:
-        print("the workers' logs are kept in " + scratch)
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-    for f in failures:
-        print("FAIL: " + f)
-    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
-    return 1 if failures else 0
+    return finish(failures, scratch, drop, "the workers' logs are")
 
 
 def restarts_and_refusals(scratch, env):

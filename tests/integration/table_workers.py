@@ -1,6 +1,6 @@
 """What the cross-process lease-table tests share: waiting for every shard's last checkpoint, and
 stopping the workers the way an operator does (SIGTERM; each must exit 0)."""
-import os, signal, subprocess, time
+import os, shutil, signal, subprocess, time
 
 
 def wait_all_checkpoints(sample, last, within, failures, unit="record"):
@@ -34,3 +34,21 @@ def stop_workers(procs, scratch, failures):
         if rc not in (0, -signal.SIGKILL):
             err = open(os.path.join(scratch, name + ".err")).read().strip()
             failures.append("%s exited %d: %s" % (name, rc, err[-500:]))
+
+
+def finish(failures, scratch, drop, kept):
+    """Drops the store (`drop`, if any), keeps SCRATCH only when something failed (saying what it
+    holds: `kept`), prints the failures and the one summary line; returns the exit status."""
+    if drop:
+        try:
+            drop()
+        except Exception:
+            pass
+    if failures:
+        print("%s kept in %s" % (kept, scratch))
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
+    return 1 if failures else 0
