@@ -1,9 +1,10 @@
 // The lease table, deterministically, in virtual time on the memory store: acquisition with
 // tokens and checkpoints, balancing with graceful handoff, a dead worker's shards taken after the
-// takeover window, a frozen worker's checkpoint refused by the store, a late checkpoint that
-// lands after its writer lost the shard, a claim given up unseen that a lagging replica shows
-// again, shutdown handing everything over, retire and register,
-// and the steady-state cost (one write per worker per renew period, whatever the shard count).
+// takeover window, workers with a limit on their shards, a frozen worker's checkpoint refused by
+// the store, a late checkpoint that lands after its writer lost the shard, a claim given up
+// unseen that a lagging replica shows again, shutdown handing everything over, retire and
+// register, and the steady-state cost (one write per worker per renew period, whatever the
+// shard count).
 
 #include <baton/backend/memory.hpp>
 #include <baton/recipe/lease_table.hpp>
@@ -225,6 +226,16 @@ struct world {
         for (auto const& s : snapshot().shards)
             if (s.state == baton::table_shard_state::owned) ++n[s.owner];
         return n;
+    }
+
+    // The most works each worker ran at once, from the log.
+    std::map<std::string, std::size_t> most_running() const {
+        std::map<std::string, std::size_t> running, most;
+        for (auto const& e : log->events) {
+            if (e.what == test_common::table_event::kind::start) most[e.worker] = std::max(most[e.worker], ++running[e.worker]);
+            if (e.what == test_common::table_event::kind::end) --running[e.worker];
+        }
+        return most;
     }
 
     void check_log(bool exactly_once) {
@@ -887,6 +898,188 @@ TEST_CASE("a shard change that a write of it may still land on is settled before
     }
     REQUIRE(s.what == kind::done);
     CHECK(s.ec == errc::unknown_outcome); // it never settled: never "refused"
+}
+
+TEST_CASE("a worker's limit: it works on at most that many, the others share the rest as if it were full") {
+    sim::scheduler sched(6);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(11);
+    auto limited = table_options("a", 1);
+    limited.max_shards = 2;
+    w.start("a", 1.0, limited);
+    sched.run_for(8s);
+    CHECK(w.owned()["a"] == 2u);
+    w.start("b");
+    w.start("c");
+    sched.run_for(40s);
+    auto n = w.owned();
+    CHECK(n["a"] == 2u);
+    CHECK(n["a"] + n["b"] + n["c"] == 11u);
+    // The fair share is 5 (2 + 5 + 5 covers 11), not ceil(11 / 3) = 4.
+    CHECK(n["b"] >= 4u);
+    CHECK(n["b"] <= 5u);
+    CHECK(n["c"] >= 4u);
+    CHECK(n["c"] <= 5u);
+    CHECK(w.most_running()["a"] == 2u);
+    for (auto const& wk : w.snapshot().workers) CHECK(wk.max_shards == (wk.name == "a" ? 2u : 0u));
+    w.check_log(true);
+}
+
+TEST_CASE("shards beyond every worker's limit stay free until a worker with room joins") {
+    sim::scheduler sched(7);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(10);
+    for (auto const* name : {"a", "b"}) {
+        auto o = table_options(name, std::hash<std::string>{}(name));
+        o.max_shards = 3;
+        w.start(name, 1.0, o);
+    }
+    sched.run_for(30s);
+    auto n = w.owned();
+    CHECK(n["a"] == 3u);
+    CHECK(n["b"] == 3u);
+    std::size_t free_shards = 0;
+    for (auto const& s : w.snapshot().shards) free_shards += s.state == baton::table_shard_state::free ? 1 : 0;
+    CHECK(free_shards == 4u);
+    w.start("c");
+    sched.run_for(20s);
+    n = w.owned();
+    CHECK(n["a"] == 3u);
+    CHECK(n["b"] == 3u);
+    CHECK(n["c"] == 4u);
+    auto most = w.most_running();
+    CHECK(most["a"] == 3u);
+    CHECK(most["b"] == 3u);
+    w.check_log(true);
+}
+
+TEST_CASE("a worker with a limit asks a loaded one for shards up to its limit, and a stopping one hands it no more") {
+    sim::scheduler sched(8);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(12);
+    auto& a = w.start("a");
+    sched.run_for(8s);
+    CHECK(w.owned()["a"] == 12u);
+    auto limited = table_options("b", 2);
+    limited.max_shards = 3;
+    w.start("b", 1.0, limited);
+    sched.run_for(30s);
+    auto n = w.owned();
+    CHECK(n["b"] == 3u);
+    CHECK(n["a"] == 9u);
+    w.start("c");
+    sched.run_for(30s);
+    // The fair share is 5 (3 + 5 + 5 covers 12): a and c split the other 9.
+    n = w.owned();
+    CHECK(n["b"] == 3u);
+    CHECK(n["a"] + n["c"] == 9u);
+    CHECK(n["c"] >= 4u);
+    std::map<std::string, std::uint64_t> a_had;
+    for (auto const& s : w.snapshot().shards)
+        if (s.owner == "a") a_had[s.shard] = s.token;
+    a.request_stop();
+    sched.run_for(10s);
+    REQUIRE(w.workers.at("a").finished);
+    n = w.owned();
+    CHECK(n["b"] == 3u);
+    CHECK(n["c"] == 9u);
+    // Each went straight to c: b, at its limit, was never handed one to hand on.
+    for (auto const& s : w.snapshot().shards)
+        if (a_had.count(s.shard)) CHECK(s.token == a_had[s.shard] + 1);
+    CHECK(w.most_running()["b"] == 3u);
+    w.check_log(true);
+}
+
+TEST_CASE("shards handed to a worker beyond its limit are handed on, never worked on") {
+    // As a worker of an older baton, that reads no limits, would hand them: written straight
+    // to the store, naming the worker's live term.
+    sim::scheduler sched(9);
+    world<baton::memory_backend> w(sched, baton::memory_backend(sched.get_executor()));
+    w.register_shards(5);
+    auto limited = table_options("c", 3);
+    limited.max_shards = 2;
+    w.start("c", 1.0, limited);
+    sched.run_for(8s);
+    REQUIRE(w.owned()["c"] == 2u);
+    auto const before = w.snapshot();
+    std::uint64_t term = 0;
+    for (auto const& wk : before.workers)
+        if (wk.name == "c") term = wk.term;
+    REQUIRE(term != 0);
+    std::map<std::string, std::uint64_t> given;
+    for (auto const& s : before.shards) {
+        if (s.state != baton::table_shard_state::free) continue;
+        baton::detail::shard_body b;
+        b.token = s.token + 1;
+        b.owner = "c";
+        b.term = term;
+        b.owner_ttl_ms = 9000;
+        b.checkpoint = s.checkpoint;
+        b.nonce = "0123456789abcdef0123456789abcdef";
+        std::optional<error_code> put;
+        w.store.async_put("t/shards/" + s.shard, baton::detail::encode_shard_body(b), baton::precondition::none(),
+                          [&](error_code ec, baton::put_result) { put = ec; });
+        sched.run_for(10ms);
+        REQUIRE(put);
+        REQUIRE_FALSE(*put);
+        given[s.shard] = b.token;
+    }
+    REQUIRE(given.size() == 3u);
+    sched.run_for(10s);
+    // Nobody else has room: they are left free (the next claim raises their tokens).
+    auto const after = w.snapshot();
+    for (auto const& s : after.shards)
+        if (given.count(s.shard)) {
+            CHECK(s.state == baton::table_shard_state::free);
+            CHECK(s.token == given[s.shard]);
+        }
+    CHECK(w.most_running()["c"] == 2u);
+    w.start("d");
+    sched.run_for(10s);
+    auto n = w.owned();
+    CHECK(n["c"] == 2u);
+    CHECK(n["d"] == 3u);
+    CHECK(w.most_running()["c"] == 2u);
+    w.check_log(true);
+}
+
+TEST_CASE("a worker's published limit: decoded from its record, a fair share that honours it") {
+    using baton::detail::worker_max_shards;
+    CHECK(worker_max_shards("max_shards=5") == 5u);
+    CHECK(worker_max_shards("") == 0u); // an older baton, or no limit
+    CHECK(worker_max_shards("max_shards=") == 0u);
+    CHECK(worker_max_shards("max_shards=5x") == 0u);
+    CHECK(worker_max_shards("max_shards=-1") == 0u);
+    CHECK(worker_max_shards("max_shards=99999999999999999999999") == 0u);
+    CHECK(worker_max_shards("leader at 10.0.0.1") == 0u);
+    baton::lease_table_options o;
+    o.worker = "w";
+    CHECK(o.worker_lease().value.empty());
+    o.max_shards = 7;
+    CHECK(worker_max_shards(o.worker_lease().value) == 7u);
+
+    baton::detail::table_view v;
+    for (int i = 0; i < 10; ++i) v.shards["s" + std::to_string(i)] = {};
+    auto worker = [&](std::string const& name, std::size_t limit) {
+        auto& e = v.workers[name];
+        e.decoded = true;
+        e.term = 1;
+        e.max_shards = limit;
+    };
+    std::map<std::string, std::size_t, std::less<>> const counts{{"a", 0}, {"b", 0}, {"c", 0}};
+    worker("a", 0);
+    worker("b", 0);
+    worker("c", 0);
+    CHECK(baton::detail::fair_ceiling(v, counts, "a") == 4u); // ceil(10 / 3), as without limits
+    worker("b", 1);
+    CHECK(baton::detail::fair_ceiling(v, counts, "a") == 5u); // 5 + 1 + 5 >= 10
+    v.own_max_shards = 2;                                     // a's own limit, from its options
+    CHECK(baton::detail::fair_ceiling(v, counts, "a") == 7u); // 2 + 1 + 7 >= 10
+    worker("c", 3);
+    CHECK(baton::detail::fair_ceiling(v, counts, "a") == 3u); // 2 + 1 + 3 cover 6 of 10: the largest limit
+    std::mt19937_64 rng(1);
+    auto const plan = baton::detail::plan_balance(v, "a", 1, 4, 0, rng);
+    CHECK(plan.claim.size() == 2u); // a's limit, though the share is 3
 }
 
 } // TEST_SUITE

@@ -49,6 +49,13 @@ struct lease_table_options {
     /// Shards a worker asks other live workers for in one scan (free shards are claimed without
     /// this limit, up to the fair share).
     std::size_t max_moves_per_cycle = 4;
+    /** At most this many shards worked on at once by this worker; 0: no limit. The worker
+        claims and asks for no more, hands over any it is given beyond it, and publishes it in
+        its worker record: the others then share the rest among themselves (so a fair share is
+        the smallest count that, with each worker at its limit or at that count, covers every
+        active shard). Shards beyond the sum of every worker's limit stay free.
+    */
+    std::size_t max_shards = 0;
     /// Seeds the worker's randomness (simulations); empty: from `std::random_device`.
     std::optional<std::uint64_t> random_seed;
 
@@ -105,6 +112,8 @@ struct table_worker_info {
     std::chrono::milliseconds ttl{0};
     /// Shards its current term owns.
     std::size_t shards = 0;
+    /// The most shards it works on at once (`lease_table_options::max_shards`); 0: no limit.
+    std::size_t max_shards = 0;
 };
 
 /// Every shard and worker of a table, as read at one time (one listing and one read per record).

@@ -35,6 +35,7 @@ struct table_worker_entry {
     std::uint64_t term = 0;                     // the record's fencing token: the worker's term
     std::chrono::milliseconds ttl{0};           // as declared by its holder
     std::string instance, value;                // kept in a reaper's marker
+    std::size_t max_shards = 0;                 // the limit its value publishes; 0: none
     std::string body_version;                   // the version the fields above were read from
     std::chrono::nanoseconds observed_since{0}; // own time of the first read answer that showed `version`
 };
@@ -67,6 +68,11 @@ struct table_view {
     std::map<std::string, std::chrono::milliseconds, std::less<>> declared_ttl;
     std::chrono::milliseconds own_ttl{0};
     double skew = 2.0;
+    // This worker's own limit on shards at once (its record may not be in the view yet); 0: none.
+    std::size_t own_max_shards = 0;
+
+    // The most shards worker `w` takes: its published limit (`me`: the own one), else no limit.
+    std::size_t max_shards(std::string_view w, std::string_view me) const;
 
     // How long the owner a shard names must stay missing before its term ends: the owner's own
     // declared TTL × skew, as a reaper waits while its record exists (the shard record carries
@@ -88,8 +94,16 @@ struct table_view {
 // Shards per live worker, counting only shards owned under the owner's current term.
 BATON_DECL std::map<std::string, std::size_t, std::less<>> owned_counts(table_view const& v);
 
-// ceil(active shards / live workers): nobody should own more, and a worker with fewer may claim.
-BATON_DECL std::size_t fair_ceiling(table_view const& v, std::size_t live_workers);
+// The limit on shards at once that a worker record's value publishes ("max_shards=N"); 0: none
+// (a record of an older baton, or of a worker without a limit).
+BATON_DECL std::size_t worker_max_shards(std::string_view value) noexcept;
+
+// The fair share: the smallest count c such that the live workers (the keys of `counts`), each
+// taking min(its limit, c), cover every active shard; ceil(active shards / live workers) when
+// none has a limit. Nobody should own more, and a worker with fewer (and under its limit) may
+// claim. When the limits together cannot cover them, the largest limit.
+BATON_DECL std::size_t fair_ceiling(table_view const& v, std::map<std::string, std::size_t, std::less<>> const& counts,
+                                    std::string_view me);
 
 struct balance_plan {
     std::vector<std::string> claim;                            // shard ids nobody may act on
@@ -97,17 +111,17 @@ struct balance_plan {
 };
 
 // What worker `me` (term `term`) tries this cycle. It claims free shards up to the fair ceiling
-// (its own shards of an earlier term first, the rest in random order so that workers spread
-// out); with none left it asks the most loaded worker for one shard at a time, while that worker
-// has at least two more than it would, and at most `max_moves` shards are asked for at once
-// (`pending` are still outstanding; they count as its own).
+// or its own limit (its own shards of an earlier term first, the rest in random order so that
+// workers spread out); with none left it asks the most loaded worker for one shard at a time,
+// while that worker has at least two more than it would and it is under both, and at most
+// `max_moves` shards are asked for at once (`pending` are still outstanding; they count as its own).
 template <class Rng>
 balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_t term, std::size_t max_moves,
                           std::size_t pending, Rng& rng) {
     balance_plan plan;
     auto counts = owned_counts(v);
     if (!v.term_live(me, term)) counts[std::string(me)]; // our own record may not be in the scan yet
-    std::size_t const ceiling = fair_ceiling(v, counts.size());
+    std::size_t const ceiling = std::min(fair_ceiling(v, counts, me), v.max_shards(me, me));
     std::size_t mine = counts[std::string(me)] + pending;
 
     std::vector<std::string> ours_before, others;
@@ -128,7 +142,7 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
         auto most = counts.end();
         for (auto it = counts.begin(); it != counts.end(); ++it)
             if (it->first != me && (most == counts.end() || it->second > most->second)) most = it;
-        if (most == counts.end() || most->second < mine + 2) break;
+        if (most == counts.end() || most->second < mine + 2 || mine >= ceiling) break;
         // One of its shards that no live worker has asked for yet.
         std::vector<std::string> candidates;
         for (auto const& [id, s] : v.shards) {
@@ -155,7 +169,8 @@ BATON_DECL bool grant_request(table_view const& v, std::map<std::string, std::si
                               std::string_view me, shard_body const& b, bool stopping);
 
 // Whom a stopping worker hands a shard to: its requester when live, else the live worker other
-// than `me` with the fewest shards (`counts` is updated), else nobody (the shard is left free).
+// than `me` with the fewest shards among those under their limit (`counts` is updated), else
+// nobody (the shard is left free).
 BATON_DECL std::optional<std::pair<std::string, std::uint64_t>> handoff_target(
     table_view const& v, std::map<std::string, std::size_t, std::less<>>& counts, std::string_view me, shard_body const& b);
 

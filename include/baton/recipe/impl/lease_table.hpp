@@ -27,6 +27,7 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
         detail::adopt_signer(backend, signer);
         view.own_ttl = opts.ttl;
         view.skew = opts.max_clock_rate_skew;
+        view.own_max_shards = opts.max_shards;
     }
 
     executor_type ex;
@@ -367,9 +368,12 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
         view.shards[id] = std::move(s);
     }
 
+    // As many works run as the limit allows (handoffs that crossed can give this worker more).
+    bool at_limit() const { return opts.max_shards != 0 && sessions.size() >= opts.max_shards; }
+
     void start_session(std::string const& id, detail::shard_seen const& s) {
         if (!acting(term) || !work || sessions.count(id) || !s.body.owned_by(opts.worker, term) || s.body.retired ||
-            stopped_at(id, s.body.token))
+            stopped_at(id, s.body.token) || at_limit())
             return;
         auto sess = std::make_shared<session>();
         sess->table = this->weak_from_this();

@@ -6,6 +6,8 @@
 // lease and rules, and the shard states' names.
 #include <baton/recipe/lease_table_options.hpp>
 
+#include <string>
+
 namespace baton {
 
 BATON_DECL lease_options lease_table_options::worker_lease() const {
@@ -18,6 +20,8 @@ BATON_DECL lease_options lease_table_options::worker_lease() const {
     o.max_clock_rate_skew = max_clock_rate_skew;
     o.poll_interval = std::min(poll_interval, ttl);
     o.random_seed = random_seed;
+    // Other workers read the limit from here (detail::worker_max_shards decodes it).
+    if (max_shards != 0) o.value = "max_shards=" + std::to_string(max_shards);
     // A deleted worker record, created again, still gets a term above every earlier one.
     o.wall_clock_tokens = true;
     return o;

@@ -62,6 +62,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::snapshot() ->
         w.released = b.released;
         w.term = b.token;
         w.ttl = b.ttl;
+        w.max_shards = detail::worker_max_shards(b.value);
     }
     std::string const sprefix = shard_prefix();
     auto [sec, shards] = co_await list_all(sprefix);
@@ -81,7 +82,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::snapshot() ->
     }
     auto counts = detail::owned_counts(v);
     for (auto const& [name, w] : v.workers)
-        snap.workers.push_back(table_worker_info{name, w.term, w.released, w.ttl, counts[name]});
+        snap.workers.push_back(table_worker_info{name, w.term, w.released, w.ttl, counts[name], w.max_shards});
     for (auto const& [id, s] : v.shards) {
         table_shard_info i;
         i.shard = id;
@@ -201,6 +202,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
         w.ttl = b.ttl;
         w.instance = b.owner;
         w.value = b.value;
+        w.max_shards = detail::worker_max_shards(b.value);
         w.body_version = r.version;
         view.declared_ttl[name] = b.ttl;
     };
@@ -249,13 +251,15 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::act() -> awai
     if (!held || stopping) co_return;
     auto counts = detail::owned_counts(view);
     // Our shards: start their works, stop those asked for or retired, and hand over again
-    // those whose work stopped while the record still names us (a handoff that failed).
-    std::vector<std::string> to_hand_over;
+    // those whose work stopped while the record still names us (a handoff that failed), and
+    // those beyond our limit (handoffs that crossed gave us more).
+    std::vector<std::string> to_hand_over, beyond_limit;
     for (auto const& [id, s] : view.shards) {
         if (!s.body.owned_by(opts.worker, term)) continue;
         auto it = sessions.find(id);
         if (it == sessions.end()) {
             if (stopped_at(id, s.body.token) || s.body.retired) to_hand_over.push_back(id);
+            else if (at_limit()) beyond_limit.push_back(id);
             else start_session(id, s);
             continue;
         }
@@ -270,6 +274,11 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::act() -> awai
         if (!acting(term)) co_return;
         mark_stopped(id, view.shards[id].body.token);
         co_await hand_over(id, counts, false); // to its requester, or unowned
+    }
+    for (auto const& id : beyond_limit) {
+        if (!acting(term)) co_return;
+        mark_stopped(id, view.shards[id].body.token);
+        co_await hand_over(id, counts, true); // to whoever has room, or unowned
     }
     auto plan = detail::plan_balance(view, opts.worker, term, opts.max_moves_per_cycle, awaiting.size(), rng);
     for (auto const& id : plan.claim) {
@@ -302,6 +311,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::reap() -> awa
             view.declared_ttl[name] = b.ttl;
             w.instance = b.owner;
             w.value = b.value;
+            w.max_shards = detail::worker_max_shards(b.value);
             w.body_version = r.found->version;
             if (r.found->version != w.version) {
                 w.version = r.found->version;

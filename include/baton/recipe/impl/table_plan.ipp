@@ -6,6 +6,9 @@
 // worker judges of its table's terms and shares.
 #include <baton/recipe/detail/table_plan.hpp>
 
+#include <charconv>
+#include <limits>
+
 namespace baton::detail {
 
 BATON_DECL void table_view::saw_missing(std::string const& owner, std::chrono::nanoseconds sent,
@@ -63,6 +66,23 @@ BATON_DECL bool table_view::claimable(shard_body const& b) const {
     return b.owner.empty() || term_ended(b.owner, b.term, missing_window(b));
 }
 
+BATON_DECL std::size_t table_view::max_shards(std::string_view w, std::string_view me) const {
+    std::size_t limit = 0;
+    if (w == me) limit = own_max_shards;
+    else if (auto it = workers.find(w); it != workers.end()) limit = it->second.max_shards;
+    return limit == 0 ? std::numeric_limits<std::size_t>::max() : limit;
+}
+
+BATON_DECL std::size_t worker_max_shards(std::string_view value) noexcept {
+    constexpr std::string_view key = "max_shards=";
+    if (value.substr(0, key.size()) != key) return 0;
+    std::size_t n = 0;
+    auto const digits = value.substr(key.size());
+    auto const [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec != std::errc{} || end != digits.data() + digits.size()) return 0;
+    return n;
+}
+
 BATON_DECL std::map<std::string, std::size_t, std::less<>> owned_counts(table_view const& v) {
     std::map<std::string, std::size_t, std::less<>> counts;
     for (auto const& [name, w] : v.workers)
@@ -72,11 +92,35 @@ BATON_DECL std::map<std::string, std::size_t, std::less<>> owned_counts(table_vi
     return counts;
 }
 
-BATON_DECL std::size_t fair_ceiling(table_view const& v, std::size_t live_workers) {
+BATON_DECL std::size_t fair_ceiling(table_view const& v, std::map<std::string, std::size_t, std::less<>> const& counts,
+                                    std::string_view me) {
     std::size_t active = 0;
     for (auto const& [id, s] : v.shards) active += s.body.retired ? 0 : 1;
-    if (live_workers == 0) return active;
-    return (active + live_workers - 1) / live_workers;
+    if (counts.empty()) return active;
+    std::vector<std::size_t> limits;
+    std::size_t unlimited = 0;
+    for (auto const& [name, n] : counts) {
+        auto const limit = v.max_shards(name, me);
+        if (limit == std::numeric_limits<std::size_t>::max()) ++unlimited;
+        else limits.push_back(limit);
+    }
+    if (limits.empty()) return (active + unlimited - 1) / unlimited;
+    // Water-filling: the smallest c with sum(min(limit, c)) >= active, found by bisection
+    // (the sum only grows with c).
+    auto covered = [&](std::size_t c) {
+        std::size_t sum = c * unlimited;
+        for (auto l : limits) sum += std::min(l, c);
+        return sum >= active;
+    };
+    std::size_t hi = active;
+    if (!covered(hi)) return *std::max_element(limits.begin(), limits.end());
+    std::size_t lo = 0;
+    while (lo < hi) {
+        std::size_t const mid = lo + (hi - lo) / 2;
+        if (covered(mid)) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
 }
 
 BATON_DECL bool grant_request(table_view const& v, std::map<std::string, std::size_t, std::less<>> const& counts,
@@ -96,7 +140,9 @@ BATON_DECL std::optional<std::pair<std::string, std::uint64_t>> handoff_target(
     }
     auto best = counts.end();
     for (auto it = counts.begin(); it != counts.end(); ++it)
-        if (it->first != me && v.live(it->first) && (best == counts.end() || it->second < best->second)) best = it;
+        if (it->first != me && v.live(it->first) && it->second < v.max_shards(it->first, me) &&
+            (best == counts.end() || it->second < best->second))
+            best = it;
     if (best == counts.end()) return std::nullopt;
     ++best->second;
     return std::pair{best->first, v.workers.find(best->first)->second.term};
