@@ -131,6 +131,7 @@ struct options {
     std::uint64_t records = 0;         // work: records per shard (0: without end)
     std::chrono::milliseconds step = 100ms;
     std::string log_path;              // work: event lines
+    std::size_t max_commands = 0;      // work -- COMMAND: commands at once (0: no limit)
     // watch
     std::chrono::milliseconds interval = 1s; // one read of the record per interval
 };
@@ -240,6 +241,8 @@ options parse_args(int argc, char** argv) {
         else if (a == "--records" && table_work) o.records = parse_u64_option("--records", value("--records"), true);
         else if (a == "--step" && table_work) o.step = duration("--step");
         else if (a == "--log" && table_work) o.log_path = value("--log");
+        else if (a == "--max-commands" && table_work)
+            o.max_commands = static_cast<std::size_t>(parse_u64_option("--max-commands", value("--max-commands"), false));
         else if (table_shards && !a.empty() && a[0] != '-') o.shards.emplace_back(a);
         else if (a == "--wait" && o.command == "run") o.wait = duration("--wait");
         else if (a == "--no-wait" && o.command == "run") o.no_wait = true;
@@ -274,6 +277,8 @@ options parse_args(int argc, char** argv) {
     if (o.command == "run" && o.argv.empty()) die(exit_usage, "no command to run: put it after --");
     if (table_work && !o.argv.empty() && (o.records != 0 || !o.log_path.empty()))
         die(exit_usage, "--records and --log drive the demo worker; with -- COMMAND the command does the work");
+    if (table_work && o.argv.empty() && o.max_commands != 0)
+        die(exit_usage, "--max-commands limits the commands run at once: it needs -- COMMAND");
     if (o.no_wait && o.wait) die(exit_usage, "--wait and --no-wait exclude each other");
     if (path_style && virtual_hosted) die(exit_usage, "--path-style and --virtual-hosted exclude each other");
     if (path_style || virtual_hosted) o.path_style = path_style;

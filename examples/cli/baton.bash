@@ -31,7 +31,7 @@ _baton() {
         --metrics-file|--log)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
-        --key|--ttl|--wait|--owner|--grace|--interval|--value|--if-version|--fence|--worker|--records|--step|--endpoint|--region|--profile)
+        --key|--ttl|--wait|--owner|--grace|--interval|--value|--if-version|--fence|--worker|--records|--step|--max-commands|--endpoint|--region|--profile)
             return ;;
     esac
     local opts
@@ -58,7 +58,7 @@ _baton() {
             opts="--store --help $aws"
             case $action in
                 status) opts="$opts --json" ;;
-                work) opts="$opts --worker --ttl --grace --records --step --log --log-format --metrics-file --" ;;
+                work) opts="$opts --worker --ttl --grace --max-commands --records --step --log --log-format --metrics-file --" ;;
             esac ;;
         *) return ;;
     esac

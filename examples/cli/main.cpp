@@ -46,6 +46,7 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
         baton::lease_table_options to;
         to.worker = o.worker.empty() ? default_owner() + "-" + std::to_string(::getpid()) : o.worker;
         to.ttl = o.ttl;
+        to.max_shards = o.max_commands;
         to.poll_interval = std::min<std::chrono::milliseconds>(1000ms, std::max<std::chrono::milliseconds>(o.ttl / 10, 10ms));
         try {
             baton::basic_lease_table<Backend, baton::steady_clock, baton::standard_retry, Signer> table(

@@ -69,6 +69,7 @@ int run_table(asio::io_context& ioc, Table& table, options const& o, store_conte
                     j["term"] = w.term;
                     j["released"] = w.released;
                     j["shards"] = w.shards;
+                    j["max_shards"] = w.max_shards == 0 ? boost::json::value(nullptr) : boost::json::value(w.max_shards);
                     workers.push_back(std::move(j));
                 }
                 boost::json::object doc;
@@ -82,10 +83,10 @@ int run_table(asio::io_context& ioc, Table& table, options const& o, store_conte
                 std::printf("%-24s %-20s %8llu %-10s %s\n", s.shard.c_str(), s.owner.empty() ? "-" : s.owner.c_str(),
                             static_cast<unsigned long long>(s.token), baton::to_string(s.state),
                             s.checkpoint ? s.checkpoint->c_str() : "-");
-            std::printf("\n%-24s %-20s %8s %s\n", "WORKER", "TERM", "SHARDS", "STATE");
+            std::printf("\n%-24s %-20s %8s %8s %s\n", "WORKER", "TERM", "SHARDS", "LIMIT", "STATE");
             for (auto const& w : snap.workers)
-                std::printf("%-24s %-20llu %8zu %s\n", w.name.c_str(), static_cast<unsigned long long>(w.term), w.shards,
-                            w.released ? "ended" : "live");
+                std::printf("%-24s %-20llu %8zu %8s %s\n", w.name.c_str(), static_cast<unsigned long long>(w.term), w.shards,
+                            w.max_shards == 0 ? "-" : std::to_string(w.max_shards).c_str(), w.released ? "ended" : "live");
         });
         ioc.run();
         return code;

@@ -17,7 +17,8 @@ Lines processed twice (between a consumer's last checkpoint and its death) are c
 failed: that is the documented at-least-once outcome.
 
 Then, on the file store, one worker whose command exits by itself is started again after 1, 2
-and 4 s, and a checkpoint over the 16 KiB limit is refused and stops the command.
+and 4 s, a checkpoint over the 16 KiB limit is refused and stops the command, and a worker with
+--max-commands 2 runs two commands and leaves the other shards to a worker without a limit.
 
 Usage: table_command.py BATON_BINARY [file | dynamodb | s3]
 Skipped (exit 0, one line) when its server is not configured.
@@ -137,6 +138,7 @@ def main():
     if kind in ("file", "dynamodb"):  # on the file store: it checks the worker, not the store
         failures += restarts_and_refusals(scratch, full_env)
         failures += json_logs_and_metrics(scratch, full_env)
+        failures += max_commands(scratch, full_env)
     return finish(failures, scratch, drop, "the workers' logs are")
 
 
@@ -225,6 +227,76 @@ def json_logs_and_metrics(scratch, env):
         if line not in text:
             failures.append("metrics file lacks %r:\n%s" % (line, text))
     print("json logs and metrics: %s" % ("ok" if not failures else "failed"))
+    return failures
+
+
+def max_commands(scratch, env):
+    """--max-commands 2: the worker runs two commands and claims no more shards; a worker without
+    a limit takes the other three; the status shows the limit. The option needs -- COMMAND."""
+    failures = []
+    store = "file://" + os.path.join(scratch, "limit")
+    os.makedirs(os.path.join(scratch, "limit"))
+    shards = ["m%d" % i for i in range(5)]
+    subprocess.run([baton, "table", "register", "--store", store] + shards, env=env, check=True, capture_output=True)
+    log = os.path.join(scratch, "limit.log")
+    # Each command notes its start and its end ("+ WORKER SHARD", "- WORKER SHARD").
+    script = ('echo "+ $1 $BATON_SHARD" >> "$2"; trap \'echo "- $1 $BATON_SHARD" >> "$2"; exit 0\' TERM; '
+              'sleep 60 & wait')
+
+    def status():
+        return json.loads(subprocess.run([baton, "table", "status", "--store", store, "--json"], env=env, check=True,
+                                         capture_output=True, text=True).stdout)
+
+    def owned():
+        n = {}
+        for s in status()["shards"]:
+            if s["state"] == "owned":
+                n[s["owner"]] = n.get(s["owner"], 0) + 1
+        return n
+
+    def until(pred, seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not pred():
+            time.sleep(0.2)
+        return pred()
+
+    procs = {}
+    for name, extra in (("m", ["--max-commands", "2"]), ("n", [])):
+        procs[name] = subprocess.Popen([baton, "table", "work", "--store", store, "--worker", name, "--ttl", "2s",
+                                        "--grace", "1s"] + extra + ["--", "sh", "-c", script, "sh", name, log],
+                                       env=env, stdout=subprocess.DEVNULL,
+                                       stderr=open(os.path.join(scratch, "limit-%s.err" % name), "w"))
+        if name == "m" and not until(lambda: owned() == {"m": 2}, 10):
+            failures.append("max-commands: the limited worker alone owns %s, not 2 shards" % owned())
+        time.sleep(2 if name == "m" else 0)  # a few scans: it must claim no more
+    if not until(lambda: owned() == {"m": 2, "n": 3}, 15):
+        failures.append("max-commands: with a worker without a limit the table is %s, not m 2 and n 3" % owned())
+    limits = {w["name"]: w["max_shards"] for w in status()["workers"]}
+    if limits != {"m": 2, "n": None}:
+        failures.append("max-commands: the status shows limits %s" % limits)
+    text = subprocess.run([baton, "table", "status", "--store", store], env=env, capture_output=True, text=True).stdout
+    # WORKER TERM SHARDS LIMIT STATE
+    if not any(f[:1] == ["m"] and f[2:] == ["2", "2", "live"] for f in (line.split() for line in text.splitlines())):
+        failures.append("max-commands: the text status does not show m's limit of 2:\n%s" % text)
+    for p in procs.values():
+        p.send_signal(signal.SIGTERM)
+    for name, p in procs.items():
+        rc = p.wait(timeout=30)
+        if rc != 0:
+            failures.append("max-commands: worker %s exited %d on SIGTERM" % (name, rc))
+    running, most = {}, {}
+    for line in open(log):
+        sign, worker, _ = line.split()
+        running[worker] = running.get(worker, 0) + (1 if sign == "+" else -1)
+        most[worker] = max(most.get(worker, 0), running[worker])
+    if most.get("m") != 2:
+        failures.append("max-commands: the limited worker ran at most %s commands at once, not 2" % most.get("m"))
+    for args, why in ((["--max-commands", "2"], "without -- COMMAND"), (["--max-commands", "0", "--", "true"], "0")):
+        r = subprocess.run([baton, "table", "work", "--store", store] + args, env=env, capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != 64 or "--max-commands" not in r.stderr:
+            failures.append("max-commands: %s exited %d: %s" % (why, r.returncode, r.stderr.strip()))
+    print("max-commands: %s commands at once at most, per worker" % most)
     return failures
 
 
