@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the real test servers when they are missing; quick no-op otherwise.
 #
-#   tests/servers/install.sh [rgw|dynalite|s3rver|all]...     (default: all)
+#   tests/servers/install.sh [rgw|dynalite|s3rver|azurite|all]...     (default: all)
 #
 #   rgw       Debian packages ceph-mon ceph-osd radosgw ceph-common (+ curl)
-#   dynalite  npm dynalite@4.0.0 \  pinned by package.json + package-lock.json,
-#   s3rver    npm s3rver@3.7.1   /  installed with `npm ci` into tests/servers/node_modules
+#   dynalite  npm dynalite@4.0.0 \   pinned by package.json + package-lock.json,
+#   s3rver    npm s3rver@3.7.1    >  installed together with `npm ci` into
+#   azurite   npm azurite@3.35.0 /   tests/servers/node_modules
 #
 # apt-get update runs only when an install fails without it. Needs root (or
 # password-less sudo) only if Debian packages are actually missing.
@@ -21,9 +22,9 @@ want_apt=0 want_npm=0
 for s in "$@"; do
   case "$s" in
     rgw) want_apt=1 ;;
-    dynalite|s3rver) want_npm=1 ;;
+    dynalite|s3rver|azurite) want_npm=1 ;;
     all) want_apt=1; want_npm=1 ;;
-    *) echo "install.sh: unknown server '$s' (rgw|dynalite|s3rver|all)"; exit 2 ;;
+    *) echo "install.sh: unknown server '$s' (rgw|dynalite|s3rver|azurite|all)"; exit 2 ;;
   esac
 done
 
@@ -68,6 +69,7 @@ if [ $want_npm = 1 ]; then
   NM=$HERE/node_modules
   lock_sum=$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)
   if [ -f "$NM/dynalite/cli.js" ] && [ -f "$NM/s3rver/bin/s3rver.js" ] &&
+     [ -f "$NM/azurite/dist/src/blob/main.js" ] &&
      [ "$(cat "$NM/.baton-lock-sha256" 2>/dev/null)" = "$lock_sum" ]; then
     : # up to date
   else

@@ -2,9 +2,9 @@
 # Start one real test server on 127.0.0.1, on a free port, and print its
 # environment as shell `export` lines on stdout (diagnostics go to stderr).
 #
-#   eval "$(tests/servers/start.sh rgw|dynalite|s3rver [STATE_DIR])"
+#   eval "$(tests/servers/start.sh rgw|dynalite|s3rver|azurite [STATE_DIR])"
 #   ...
-#   tests/servers/stop.sh "$BATON_RGW_STATE"       # or BATON_DYNALITE_STATE / BATON_S3RVER_STATE
+#   tests/servers/stop.sh "$BATON_RGW_STATE"   # or BATON_{DYNALITE,S3RVER,AZURITE}_STATE
 #
 # STATE_DIR (default: a new mktemp dir under ${TMPDIR:-/tmp}/baton-servers) holds
 # the logs, the data, `pids` (role pid binary, one per line: what stop.sh may
@@ -12,6 +12,10 @@
 #
 # Knobs: BATON_SERVERS_START_TIMEOUT  seconds per start-up stage (default 60)
 #        BATON_SERVERS_PORT_TRIES     attempts on a port collision (default 5)
+#        BATON_AZURITE_DEBUG=1        Azurite writes its debug log (with each
+#                                     Shared Key string-to-sign) to log/azurite-debug.log
+#        BATON_AZURITE_ARGS           more azurite-blob options, split on blanks
+#                                     (e.g. --skipApiVersionCheck for a newer SDK, --loose)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -25,11 +29,11 @@ die() { echo "start.sh $KIND: $*" >&2; exit 1; }
 
 case "$KIND" in
   rgw)      need=(ceph-mon ceph-osd radosgw radosgw-admin ceph monmaptool curl) ;;
-  dynalite|s3rver) need=(node curl)
-            if [ ! -f "$HERE/node_modules/dynalite/cli.js" ] || [ ! -f "$HERE/node_modules/s3rver/bin/s3rver.js" ]; then
-              die "npm packages missing: run tests/servers/install.sh $KIND"
-            fi ;;
-  *) echo "usage: start.sh rgw|dynalite|s3rver [STATE_DIR]" >&2; exit 2 ;;
+  dynalite|s3rver|azurite) need=(node curl)
+            for f in dynalite/cli.js s3rver/bin/s3rver.js azurite/dist/src/blob/main.js; do
+              [ -f "$HERE/node_modules/$f" ] || die "npm packages missing: run tests/servers/install.sh $KIND"
+            done ;;
+  *) echo "usage: start.sh rgw|dynalite|s3rver|azurite [STATE_DIR]" >&2; exit 2 ;;
 esac
 for b in "${need[@]}"; do
   command -v "$b" >/dev/null || die "missing '$b': run tests/servers/install.sh $KIND"
@@ -208,6 +212,51 @@ start_s3rver() {
   export_var BATON_S3RVER_SECRET_KEY "S3RVER"
   export_var BATON_S3RVER_REGION "us-east-1"
   export_var BATON_S3RVER_STATE "$D"
+}
+
+# ---- Azurite (Azure Blob Storage emulator) ----------------------------------
+# Blob service only, strict mode (the default: the few headers Azurite does
+# not implement, such as x-ms-content-crc64, are refused rather than ignored;
+# nothing baton sends is among them), API version check on (baton pins an
+# x-ms-version Azurite knows; see AZURITE.md), data in memory, no telemetry.
+# The well-known development account and key; path-style URLs:
+# $BATON_AZURITE_ENDPOINT/<container>/<blob>.
+AZURITE_ACCOUNT=devstoreaccount1
+AZURITE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+
+start_azurite() {
+  local lg=$D/log/azurite.log port i rc debug=() extra=()
+  LOGS+=("$lg")
+  # Azurite refuses --location with --inMemoryPersistence: its workspace is the
+  # working directory (it stays empty). Node's --diagnostic-dir puts the state
+  # dir in the command line, which stop.sh checks (Azurite refuses unknown options).
+  mkdir -p "$D/azurite"
+  if [ "${BATON_AZURITE_DEBUG:-0}" = 1 ]; then debug=(--debug "$D/log/azurite-debug.log"); fi
+  read -r -a extra <<<"${BATON_AZURITE_ARGS:-}"
+  for (( i = 1; i <= TRIES; i++ )); do
+    port=$(free_port)
+    launch azurite azurite/dist/src/blob/main.js "$lg" \
+      env -C "$D/azurite" node --diagnostic-dir="$D/log" \
+        "$HERE/node_modules/azurite/dist/src/blob/main.js" --blobHost 127.0.0.1 --blobPort "$port" \
+        --inMemoryPersistence --extentMemoryLimit 1024 --silent --disableTelemetry \
+        "${debug[@]}" "${extra[@]}"
+    rc=0
+    wait_ready "$LAUNCHED" "$port" "$lg" azurite_up "$port" || rc=$?
+    [ $rc = 3 ] || break
+    log "port $port taken, retrying"; unlaunch "$LAUNCHED"
+  done
+  [ $rc = 0 ] || return 1
+  log "azurite blob (in-memory) on 127.0.0.1:$port, pid $LAUNCHED"
+  local ep="http://127.0.0.1:$port/$AZURITE_ACCOUNT"
+  export_var BATON_AZURITE_ENDPOINT "$ep"
+  export_var BATON_AZURITE_ACCOUNT "$AZURITE_ACCOUNT"
+  export_var BATON_AZURITE_KEY "$AZURITE_KEY"
+  export_var BATON_AZURITE_STATE "$D"
+  export_var AZURE_STORAGE_CONNECTION_STRING \
+    "DefaultEndpointsProtocol=http;AccountName=$AZURITE_ACCOUNT;AccountKey=$AZURITE_KEY;BlobEndpoint=$ep;"
+}
+azurite_up() { # port: any answer from Azurite's blob service (an unsigned request gets 403)
+  curl -s -m 5 -o /dev/null -D - "http://127.0.0.1:$1/$AZURITE_ACCOUNT?comp=list" | grep -qi '^server: Azurite-Blob/'
 }
 
 # ---- Ceph RADOS Gateway ------------------------------------------------------

@@ -2,7 +2,7 @@
 # Run a command with real test servers up, then stop them (also on failure,
 # Ctrl-C or TERM). Exits with the command's status.
 #
-#   tests/servers/with-servers.sh rgw dynalite s3rver -- CMD ARGS...
+#   tests/servers/with-servers.sh rgw dynalite s3rver azurite -- CMD ARGS...
 #
 # Installs what is missing (install.sh), starts each server in its own state
 # dir (start.sh) and exports its variables to CMD (see README.md).
@@ -12,13 +12,13 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 servers=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   case "$1" in
-    rgw|dynalite|s3rver) servers+=("$1") ;;
-    *) echo "with-servers.sh: unknown server '$1' (rgw|dynalite|s3rver)" >&2; exit 2 ;;
+    rgw|dynalite|s3rver|azurite) servers+=("$1") ;;
+    *) echo "with-servers.sh: unknown server '$1' (rgw|dynalite|s3rver|azurite)" >&2; exit 2 ;;
   esac
   shift
 done
 if [ $# -lt 2 ] || [ ${#servers[@]} -eq 0 ]; then
-  echo "usage: with-servers.sh rgw|dynalite|s3rver... -- CMD ARGS..." >&2; exit 2
+  echo "usage: with-servers.sh rgw|dynalite|s3rver|azurite... -- CMD ARGS..." >&2; exit 2
 fi
 shift # --
 
