@@ -31,6 +31,7 @@
 
 #include <baton/core/detail/config.hpp>
 #include <baton/core/detail/text.hpp>
+#include <baton/core/environment.hpp>
 #include <baton/core/error.hpp>
 
 #include <boost/system/result.hpp>
@@ -54,19 +55,10 @@
 
 namespace baton::aws {
 
-/** Reads one environment variable: its value, or nothing when it is not set.
-
-    Every resolution function takes one, so that configuration can be
-    resolved against a chosen environment (tests, embedding) instead of the
-    process's. Must be safe to call from any thread the caller uses.
-*/
-using env_lookup = std::function<std::optional<std::string>(std::string_view)>;
-
-/// The process environment (`getenv`), the default for every resolution function.
-BATON_DECL env_lookup process_environment();
-
-/// A fixed environment holding exactly `vars`, e.g. for resolving configuration apart from the process's.
-BATON_DECL env_lookup fixed_environment(std::map<std::string, std::string, std::less<>> vars);
+/// The environment reader of every resolution function here (see `baton::env_lookup`).
+using env_lookup = baton::env_lookup;
+using baton::fixed_environment;
+using baton::process_environment;
 
 /// One `key = value` of a profile, and where it was read (for messages that point at the line to fix).
 struct profile_setting {

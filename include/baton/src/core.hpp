@@ -22,6 +22,7 @@
 #include <baton/core/impl/text.ipp>
 #include <baton/core/impl/random.ipp>
 #include <baton/core/impl/retry.ipp>
+#include <baton/core/impl/environment.ipp>
 #include <baton/http/impl/endpoint.ipp>
 #include <baton/http/impl/request_bytes.ipp>
 #include <baton/aws/impl/sigv4.ipp>
