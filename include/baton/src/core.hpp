@@ -25,6 +25,8 @@
 #include <baton/core/impl/environment.ipp>
 #include <baton/http/impl/endpoint.ipp>
 #include <baton/http/impl/request_bytes.ipp>
+#include <baton/http/impl/crypto.ipp>
+#include <baton/http/impl/xml.ipp>
 #include <baton/aws/impl/sigv4.ipp>
 #include <baton/aws/impl/endpoint.ipp>
 #include <baton/aws/impl/profile.ipp>

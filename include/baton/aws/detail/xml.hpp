@@ -3,27 +3,15 @@
 #define BATON_AWS_DETAIL_XML_HPP
 
 /** @file
-    Layer: wire (aws), internal. A small, strict parser for the XML that S3 sends: `<Error>` documents and
-    `ListBucketResult` (ListObjectsV2). No XML library is available, and S3's
-    subset is small: elements, attributes (read and ignored), character data,
-    the five predefined entities and character references, CDATA sections,
-    comments and processing instructions. Nothing else is accepted:
-
-    - no DOCTYPE (so no entity definitions, no expansion bombs);
-    - the document must be well-formed UTF-8 without control characters other
-      than tab, CR and LF, with exactly one root element and matching tags;
-    - sizes are bounded (`xml_limits`): input bytes, nesting depth, element
-      count and name length.
-
-    Every failure is `errc::invalid_response` with a message naming the byte
-    offset and the rule broken; the parser never reads outside its input, never
-    recurses deeper than `xml_limits::max_depth` and never throws anything but
-    `std::bad_alloc`. Kept free of I/O so a libFuzzer target can drive
-    `parse_xml`, `parse_s3_error` and `parse_list_objects_v2` directly.
+    Layer: wire (aws), internal. The readers of the XML that S3 sends: `<Error>` documents and
+    `ListBucketResult` (ListObjectsV2), on the strict, bounded parser of
+    http/detail/xml.hpp (whose names this namespace also carries, for S3's callers). Every
+    failure is `errc::invalid_response` with a message naming the rule broken. Kept free of
+    I/O so a libFuzzer target can drive `parse_s3_error` and `parse_list_objects_v2` directly.
 */
 
-#include <baton/core/detail/text.hpp>
 #include <baton/core/error.hpp>
+#include <baton/http/detail/xml.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,57 +22,11 @@
 
 namespace baton::detail::s3_xml {
 
-/// One element: its name as written, its character data (decoded, concatenated) and its child elements.
-struct element {
-    /// The qualified name as written (`ListBucketResult`, or `s3:Key` with a prefix).
-    std::string name;
-    /// Character data directly inside this element, entities decoded, CDATA included, in document order.
-    std::string text;
-    /// Child elements in document order.
-    std::vector<element> children;
-
-    /// The name without a namespace prefix.
-    std::string_view local_name() const noexcept;
-
-    /// The first child whose local name is `n`, or null.
-    element const* child(std::string_view n) const noexcept;
-
-    /// The text of the first child named `n`, or empty when there is none.
-    std::string_view child_text(std::string_view n) const noexcept;
-};
-
-/// Bounds on what the parser accepts; beyond them the input is refused, not truncated.
-struct xml_limits {
-    /// Largest document, in bytes. Default 16 MiB (a ListObjectsV2 page of 1000 keys is well under 1 MiB).
-    std::size_t max_bytes = 16u * 1024u * 1024u;
-    /// Deepest element nesting (root = 1). Default 32; S3 documents nest 3 deep.
-    std::size_t max_depth = 32;
-    /// Most elements in one document. Default 200000.
-    std::size_t max_elements = 200000;
-    /// Longest element or attribute name, in bytes. Default 256.
-    std::size_t max_name_bytes = 256;
-};
-
-namespace impl {
-
-
-BATON_DECL int hex_value(char c) noexcept;
-
-} // namespace impl
-
-/** Parses `doc` into `root`.
-
-    @returns `errc::invalid_response` with `diag.message` naming the byte
-    offset and the rule when `doc` is not a well-formed document of the subset
-    (see the file comment) or breaks `lim`. `root` is unspecified then.
-*/
-BATON_DECL error_code parse_xml(std::string_view doc, element& root, diagnostics& diag, xml_limits const& lim = {});
-
-/** Decodes the form-style URL encoding that `encoding-type=url` applies to keys (`%XX`, and `+` for a space).
-
-    @returns the decoded bytes, or nothing when a `%` is not followed by two hex digits.
-*/
-BATON_DECL std::optional<std::string> url_decode(std::string_view s);
+// The generic parser, by its old names, for S3's callers.
+using xml::element;
+using xml::parse_xml;
+using xml::url_decode;
+using xml::xml_limits;
 
 /// The parts of an S3 `<Error>` document that baton reports.
 struct s3_error {

@@ -2,12 +2,13 @@
 #ifndef BATON_AWS_IMPL_SIGV4_PRIMITIVES_IPP
 #define BATON_AWS_IMPL_SIGV4_PRIMITIVES_IPP
 
-// Layer: wire (aws), internal. The compiled primitives of the SigV4 signer: SHA-256
-// and HMAC through OpenSSL, the checks on credentials and scope names, dates, and
-// percent-encoding. aws/impl/sigv4.ipp builds the canonical request on them.
+// Layer: wire (aws), internal. The compiled primitives of the SigV4 signer: HMAC under a
+// cached signing key (on the SHA-256 of http/detail/crypto.hpp), the checks on credentials
+// and scope names, dates, and percent-encoding. aws/impl/sigv4.ipp builds the canonical request on them.
 
 #include <baton/aws/sigv4.hpp>
 #include <baton/core/detail/text.hpp>
+#include <baton/http/detail/crypto.hpp>
 
 #include <boost/beast/http/field.hpp>
 #include <boost/system/errc.hpp>
@@ -40,71 +41,11 @@ inline std::string_view sv(boost::core::string_view s) noexcept { return {s.data
 
 // ---------------------------------------------------------------- crypto
 
-// One SHA-256 implementation fetched once per process (implicit fetches on every
-// call cost more than hashing a DynamoDB request).
-BATON_DECL EVP_MD const* sha256_md() noexcept {
-    static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-    return md;
-}
-
-struct md_ctx_holder {
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    md_ctx_holder() = default;
-    md_ctx_holder(md_ctx_holder const&) = delete;
-    md_ctx_holder& operator=(md_ctx_holder const&) = delete;
-    ~md_ctx_holder() { EVP_MD_CTX_free(ctx); }
-};
-
-// A digest context per thread, reused across calls to avoid allocating one per hash.
-BATON_DECL EVP_MD_CTX* thread_md_ctx() noexcept {
-    thread_local md_ctx_holder holder;
-    return holder.ctx;
-}
-
-using digest = std::array<unsigned char, 32>;
-
-// SHA-256 over the concatenation of up to two pieces.
-BATON_DECL bool sha256(std::string_view a, std::string_view b, unsigned char* out) noexcept {
-    EVP_MD const* md = sha256_md();
-    EVP_MD_CTX* ctx = thread_md_ctx();
-    if (md == nullptr || ctx == nullptr) return false;
-    unsigned int len = 0;
-    return EVP_DigestInit_ex2(ctx, md, nullptr) == 1 && EVP_DigestUpdate(ctx, a.data(), a.size()) == 1 &&
-           (b.empty() || EVP_DigestUpdate(ctx, b.data(), b.size()) == 1) &&
-           EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == 32;
-}
-
-// HMAC-SHA256 (RFC 2104) on the reused digest context; cheaper than fetching an EVP_MAC per call.
-BATON_DECL bool hmac_sha256(unsigned char const* key, std::size_t key_len, std::string_view msg,
-                            unsigned char* out) noexcept {
-    unsigned char k[64] = {};
-    if (key_len > sizeof k) {
-        if (!sha256({reinterpret_cast<char const*>(key), key_len}, {}, k)) return false;
-    } else if (key_len != 0) {
-        std::memcpy(k, key, key_len);
-    }
-    unsigned char pad[64];
-    for (std::size_t i = 0; i < 64; ++i) pad[i] = static_cast<unsigned char>(k[i] ^ 0x36);
-    unsigned char inner[32];
-    bool ok = sha256({reinterpret_cast<char const*>(pad), 64}, msg, inner);
-    for (std::size_t i = 0; i < 64; ++i) pad[i] = static_cast<unsigned char>(k[i] ^ 0x5c);
-    ok = ok && sha256({reinterpret_cast<char const*>(pad), 64}, {reinterpret_cast<char const*>(inner), 32}, out);
-    OPENSSL_cleanse(k, sizeof k);
-    OPENSSL_cleanse(pad, sizeof pad);
-    OPENSSL_cleanse(inner, sizeof inner);
-    return ok;
-}
-
-// Clears a small secret on the hot path: a plain memset the compiler may not drop,
-// without OPENSSL_cleanse's call and byte loop.
-inline void wipe(void* p, std::size_t n) noexcept {
-    std::memset(p, 0, n);
-#if defined(__GNUC__) || defined(__clang__)
-    __asm__ __volatile__("" : : "r"(p) : "memory");
-#else
-    OPENSSL_cleanse(p, n);
-#endif
-}
+// SHA-256, HMAC and wiping are shared with every signer (http/detail/crypto.hpp).
+using baton::detail::hmac_sha256;
+using baton::detail::sha256;
+using baton::detail::wipe;
+using digest = baton::detail::sha256_digest;
 
 // HMAC-SHA256 under a 32-byte signing key, with the key's padded blocks kept per
 // thread: a signer uses one key per day, region and service, so rebuilding the pads
@@ -267,12 +208,7 @@ BATON_DECL void append_encoded(std::string& out, std::string_view in) {
     urls::encode(out.data() + old, n, in, urls::unreserved_chars);
 }
 
-inline int hex_value(char c) noexcept {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+using baton::detail::hex_value;
 
 // Appends `in` percent-decoded (`+` stays `+`). Malformed escapes are kept as literal
 // characters, as AWS does, instead of failing the signature.

@@ -25,6 +25,7 @@
 #include <baton/core/error.hpp>
 #include <baton/store/record_store.hpp>
 #include <baton/aws/errors.hpp>
+#include <baton/http/detail/crypto.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/monotonic_resource.hpp>
@@ -78,11 +79,9 @@ BATON_DECL std::uint32_t crc32(std::string_view data) noexcept;
 /// Checks a response body against an `x-amz-crc32` header value (decimal). False on mismatch or a malformed value.
 BATON_DECL bool crc32_matches(std::string_view header, std::string_view body) noexcept;
 
-/// Standard base64 with padding (DynamoDB's encoding of `B` values).
-BATON_DECL std::string base64_encode(std::string_view in);
-
-/// Strict base64 decoding (length a multiple of 4, padding only at the end). False on anything else.
-BATON_DECL bool base64_decode(std::string_view in, std::string& out);
+// DynamoDB's encoding of `B` values: standard base64 with padding, decoded strictly.
+using baton::detail::base64_decode;
+using baton::detail::base64_encode;
 
 // ---- versions ---------------------------------------------------------------------
 

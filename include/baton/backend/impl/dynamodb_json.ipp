@@ -2,7 +2,7 @@
 #ifndef BATON_BACKEND_IMPL_DYNAMODB_JSON_IPP
 #define BATON_BACKEND_IMPL_DYNAMODB_JSON_IPP
 // Layer: backends, internal. The compiled part of backend/detail/dynamodb_json.hpp, first half:
-// DynamoDB's JSON requests built with Boost.JSON (and the CRC and base64 they need). The replies
+// DynamoDB's JSON requests built with Boost.JSON (and the CRC they need). The replies
 // are parsed in dynamodb_replies.ipp.
 #include <baton/backend/detail/dynamodb_json.hpp>
 
@@ -35,70 +35,6 @@ BATON_DECL bool crc32_matches(std::string_view header, std::string_view body) no
         v = v * 10 + static_cast<std::uint64_t>(c - '0');
     }
     return v <= 0xFFFFFFFFu && static_cast<std::uint32_t>(v) == crc32(body);
-}
-
-BATON_DECL std::string base64_encode(std::string_view in) {
-    static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((in.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    auto at = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(in[k])); };
-    for (; i + 3 <= in.size(); i += 3) {
-        std::uint32_t const v = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
-        out += alphabet[(v >> 18) & 63];
-        out += alphabet[(v >> 12) & 63];
-        out += alphabet[(v >> 6) & 63];
-        out += alphabet[v & 63];
-    }
-    if (in.size() - i == 1) {
-        std::uint32_t const v = at(i) << 16;
-        out += alphabet[(v >> 18) & 63];
-        out += alphabet[(v >> 12) & 63];
-        out += "==";
-    } else if (in.size() - i == 2) {
-        std::uint32_t const v = (at(i) << 16) | (at(i + 1) << 8);
-        out += alphabet[(v >> 18) & 63];
-        out += alphabet[(v >> 12) & 63];
-        out += alphabet[(v >> 6) & 63];
-        out += '=';
-    }
-    return out;
-}
-
-BATON_DECL bool base64_decode(std::string_view in, std::string& out) {
-    auto value = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '+') return 62;
-        if (c == '/') return 63;
-        return -1;
-    };
-    out.clear();
-    if (in.size() % 4 != 0) return false;
-    out.reserve(in.size() / 4 * 3);
-    for (std::size_t i = 0; i < in.size(); i += 4) {
-        bool const last = i + 4 == in.size();
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; ++k) {
-            char const c = in[i + static_cast<std::size_t>(k)];
-            if (c == '=' && last && k >= 2) {
-                v[k] = 0;
-                ++pad;
-                continue;
-            }
-            if (pad != 0) return false; // data after padding
-            v[k] = value(c);
-            if (v[k] < 0) return false;
-        }
-        std::uint32_t const w = (static_cast<std::uint32_t>(v[0]) << 18) | (static_cast<std::uint32_t>(v[1]) << 12) |
-                                (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
-        out += static_cast<char>((w >> 16) & 0xFF);
-        if (pad < 2) out += static_cast<char>((w >> 8) & 0xFF);
-        if (pad < 1) out += static_cast<char>(w & 0xFF);
-    }
-    return true;
 }
 
 BATON_DECL std::string version_from_s(std::string_view s) {
