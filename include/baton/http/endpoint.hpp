@@ -5,7 +5,7 @@
 /** @file
     Layer: wire (http). Where a request goes (`endpoint`, `parse_endpoint`),
     the message types the client sends and receives, and the HTTP date
-    format (`parse_http_date`, for the clock-skew estimate).
+    format (`parse_http_date`, for the clock-skew estimate; `format_http_date`).
 */
 
 #include <baton/core/detail/config.hpp>
@@ -110,6 +110,15 @@ BATON_DECL boost::system::result<endpoint> parse_endpoint(std::string_view url);
     @returns the instant (whole seconds, UTC), or nothing when `value` is not an IMF-fixdate.
 */
 BATON_DECL std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view value) noexcept;
+
+/** Formats `t` as an HTTP `Date` value in IMF-fixdate form (`Sun, 06 Nov 1994 08:49:37 GMT`).
+
+    The form `parse_http_date` reads, and the one request signers that carry the time in a
+    header (Azure's `x-ms-date`) send. Whole seconds, rounded down.
+
+    @returns the 29 characters, or an empty string for a time outside years 1 to 9999.
+*/
+BATON_DECL std::string format_http_date(std::chrono::system_clock::time_point t);
 
 /** How the client connects, waits and trusts. Defaults suit AWS and local test servers.
 

@@ -78,6 +78,13 @@ BATON_DECL endpoint endpoint::from_url(std::string_view url) {
     return *r;
 }
 
+namespace detail {
+// IMF-fixdate's names, weekdays from Monday (ISO order).
+inline constexpr std::string_view http_date_days[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+inline constexpr std::string_view http_date_months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+} // namespace detail
+
 BATON_DECL std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view value) noexcept {
     namespace chr = std::chrono; // qualified: an includer's global `seconds` must not change them
     if (value.size() != 29) return std::nullopt;
@@ -89,9 +96,8 @@ BATON_DECL std::optional<std::chrono::system_clock::time_point> parse_http_date(
         }
         return true;
     };
-    static constexpr std::string_view days[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-    static constexpr std::string_view months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    auto const& days = detail::http_date_days;
+    auto const& months = detail::http_date_months;
     if (std::find(std::begin(days), std::end(days), value.substr(0, 3)) == std::end(days)) return std::nullopt;
     if (value.substr(3, 2) != ", " || value[7] != ' ' || value[11] != ' ' || value[16] != ' ' || value[19] != ':' ||
         value[22] != ':' || value.substr(25) != " GMT")
@@ -107,6 +113,38 @@ BATON_DECL std::optional<std::chrono::system_clock::time_point> parse_http_date(
     if (!ymd.ok()) return std::nullopt;
     return chr::time_point_cast<chr::system_clock::duration>(chr::sys_days{ymd} + chr::hours{hh} + chr::minutes{mm} +
                                                              chr::seconds{ss});
+}
+
+BATON_DECL std::string format_http_date(std::chrono::system_clock::time_point t) {
+    namespace chr = std::chrono; // qualified: an includer's global `seconds` must not change them
+    auto const secs = chr::floor<chr::seconds>(t);
+    auto const day = chr::floor<chr::days>(secs);
+    chr::year_month_day const ymd{day};
+    int const y = static_cast<int>(ymd.year());
+    if (y < 1 || y > 9999) return {};
+    chr::hh_mm_ss const hms{secs - day};
+    std::string out;
+    out.reserve(29);
+    out += detail::http_date_days[chr::weekday{day}.iso_encoding() - 1];
+    out += ", ";
+    auto two = [&out](unsigned v) {
+        out += static_cast<char>('0' + v / 10 % 10);
+        out += static_cast<char>('0' + v % 10);
+    };
+    two(static_cast<unsigned>(ymd.day()));
+    out += ' ';
+    out += detail::http_date_months[static_cast<unsigned>(ymd.month()) - 1];
+    out += ' ';
+    two(static_cast<unsigned>(y) / 100);
+    two(static_cast<unsigned>(y) % 100);
+    out += ' ';
+    two(static_cast<unsigned>(hms.hours().count()));
+    out += ':';
+    two(static_cast<unsigned>(hms.minutes().count()));
+    out += ':';
+    two(static_cast<unsigned>(hms.seconds().count()));
+    out += " GMT";
+    return out;
 }
 
 } // namespace baton::http
