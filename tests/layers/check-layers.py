@@ -17,8 +17,9 @@ ALLOWED = {
     'core': {'core'},
     'http': {'core', 'http'},
     'aws': {'core', 'http', 'aws'},
+    'azure': {'core', 'http', 'azure'},
     'store': {'core', 'store'},
-    'backend': {'core', 'http', 'aws', 'store', 'backend'},
+    'backend': {'core', 'http', 'aws', 'azure', 'store', 'backend'},
     'recipe': {'core', 'store', 'recipe'},
     'sim': {'core', 'store', 'sim'},
 }

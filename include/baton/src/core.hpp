@@ -4,11 +4,11 @@
 
 /** @file
     Top of the house. Part of `<baton/src.hpp>`: baton's non-template code (errors, text,
-    randomness and retries, SigV4, the AWS configuration and credentials, the JSON, XML and
-    record parsers, the stores' non-template parts, the lease machine, the lease table's plan,
-    lease_metrics), compiled once. Include it in exactly one translation unit of a program
-    built with `BATON_SEPARATE_COMPILATION`, or include `<baton/src.hpp>` for every part at
-    once.
+    randomness and retries, SigV4, the AWS configuration and credentials, Azure accounts and
+    Shared Key, the JSON, XML and record parsers, the stores' non-template parts, the lease
+    machine, the lease table's plan, lease_metrics), compiled once. Include it in exactly one
+    translation unit of a program built with `BATON_SEPARATE_COMPILATION`, or include
+    `<baton/src.hpp>` for every part at once.
 */
 
 #ifndef BATON_SEPARATE_COMPILATION
@@ -41,6 +41,10 @@
 #include <baton/aws/impl/process_source.ipp>
 #include <baton/aws/impl/provider_state.ipp>
 #include <baton/aws/impl/sso_source.ipp>
+#include <baton/azure/impl/account.ipp>
+#include <baton/azure/impl/shared_key.ipp>
+#include <baton/azure/impl/errors.ipp>
+#include <baton/azure/impl/list_blobs.ipp>
 #include <baton/store/impl/settlement.ipp>
 #include <baton/store/impl/record_store.ipp>
 #include <baton/store/impl/recent_writers.ipp>
