@@ -34,9 +34,6 @@ using s3_list_handler = s3_asio::any_completion_handler<void(error_code, list_pa
 using s3_probe_handler = s3_asio::any_completion_handler<void(error_code, capabilities)>;
 using s3_bucket_handler = s3_asio::any_completion_handler<void(error_code, diagnostics)>;
 
-// Percent-encodes everything outside RFC 3986's unreserved set (upper-case hex); keeps '/' when asked.
-BATON_DECL std::string s3_uri_encode(std::string_view s, bool keep_slash);
-
 BATON_DECL std::string s3_unquote(std::string_view etag);
 
 // The classified error of a response that is not a success, with `diag` filled in.
@@ -86,7 +83,7 @@ struct s3_state {
     random_names names; // probe keys
 
     std::string object_target(std::string const& key) const {
-        return base + "/" + s3_uri_encode(params.key_prefix + key, true);
+        return base + "/" + uri_encode(params.key_prefix + key, true);
     }
     std::string bucket_target() const { return base.empty() ? std::string("/") : base; }
 

@@ -121,7 +121,7 @@ BATON_LAZY_DEF void s3_copy(std::shared_ptr<s3_state> st, aws::signed_channel ch
     if (auto ec = s3_check_key(to, st->params.key_prefix, r.diag)) return st->complete(std::move(h), ec, std::move(r));
     auto req = st->make_request(s3_bhttp::verb::put, st->object_target(to));
     // The source as bucket/key, URL-encoded (the bucket is named even when virtual-hosted).
-    req.set("x-amz-copy-source", "/" + st->params.bucket + "/" + s3_uri_encode(st->params.key_prefix + from, true));
+    req.set("x-amz-copy-source", "/" + st->params.bucket + "/" + uri_encode(st->params.key_prefix + from, true));
     auto slot = s3_asio::get_associated_cancellation_slot(h);
     channel.send(std::move(req), slot, [st, h = std::move(h)](s3_reply rep) mutable {
         put_result r;
@@ -234,9 +234,9 @@ struct basic_s3_list_op : std::enable_shared_from_this<basic_s3_list_op<V>> {
     }
 
     void next() {
-        std::string q = "list-type=2&prefix=" + s3_uri_encode(full_prefix, false);
-        if (!token.empty()) q += "&continuation-token=" + s3_uri_encode(token, false);
-        else if (!start_after.empty()) q += "&start-after=" + s3_uri_encode(start_after, false);
+        std::string q = "list-type=2&prefix=" + uri_encode(full_prefix, false);
+        if (!token.empty()) q += "&continuation-token=" + uri_encode(token, false);
+        else if (!start_after.empty()) q += "&start-after=" + uri_encode(start_after, false);
         auto const want = std::min<std::size_t>(limit - page.entries.size(), 1000);
         q += "&max-keys=" + std::to_string(want) + "&encoding-type=url";
         ++requests;

@@ -9,21 +9,6 @@
 
 namespace baton::detail {
 
-BATON_DECL std::string s3_uri_encode(std::string_view s, bool keep_slash) {
-    std::string out;
-    out.reserve(s.size() + s.size() / 2);
-    for (char c : s) {
-        bool const unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                                c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
-        if (unreserved) {
-            out += c;
-        } else {
-            append_percent_encoded(out, static_cast<unsigned char>(c));
-        }
-    }
-    return out;
-}
-
 BATON_DECL std::string s3_unquote(std::string_view etag) {
     if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
     return std::string(etag);

@@ -118,6 +118,10 @@ inline void append_percent_encoded(std::string& out, unsigned char c) {
     out.push_back("0123456789ABCDEF"[c & 15]);
 }
 
+/// Percent-encodes every byte outside RFC 3986's unreserved set (upper-case hex); keeps '/' when
+/// asked (object keys in a path). What S3 and Azure Blob expect of keys in a URL.
+BATON_DECL std::string uri_encode(std::string_view s, bool keep_slash);
+
 /// True when every character of `s` is a lowercase hex digit (an empty `s` included).
 constexpr bool is_lower_hex(std::string_view s) noexcept {
     for (char c : s)

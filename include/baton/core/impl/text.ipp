@@ -143,6 +143,21 @@ BATON_DECL std::string to_hex(std::uint64_t v) {
     return out;
 }
 
+BATON_DECL std::string uri_encode(std::string_view s, bool keep_slash) {
+    std::string out;
+    out.reserve(s.size() + s.size() / 2);
+    for (char c : s) {
+        bool const unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                                c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
+        if (unreserved) {
+            out += c;
+        } else {
+            append_percent_encoded(out, static_cast<unsigned char>(c));
+        }
+    }
+    return out;
+}
+
 } // namespace baton::detail
 
 #endif
