@@ -16,6 +16,7 @@
 */
 
 #include <baton/aws/errors.hpp>
+#include <baton/azure.hpp>
 #include <baton/aws/sigv4.hpp>
 #include <baton/commit_protocol.hpp>
 #include <baton/core/clock.hpp>

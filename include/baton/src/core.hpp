@@ -59,6 +59,8 @@
 #include <baton/backend/impl/s3_params.ipp>
 #include <baton/backend/impl/dynamodb_params.ipp>
 #include <baton/backend/impl/s3_requests.ipp>
+#include <baton/backend/impl/azure_blob_params.ipp>
+#include <baton/backend/impl/azure_blob_requests.ipp>
 #include <baton/backend/impl/dynamodb_state.ipp>
 #include <baton/recipe/impl/lease_record.ipp>
 #include <baton/recipe/impl/lease_turns.ipp>
