@@ -33,16 +33,17 @@ void print_usage(char const* usage, std::FILE* to) {
 
 struct store_url {
     std::string text;   // as given, for messages
-    std::string scheme; // file, s3, dynamodb
-    std::string path;   // file: the directory; dynamodb: the table; s3: the bucket
-    std::string prefix; // s3: the key prefix, empty or ending in '/'
+    std::string scheme; // file, s3, dynamodb, azblob
+    std::string path;   // file: the directory; dynamodb: the table; s3: the bucket; azblob: the container
+    std::string prefix; // s3, azblob: the key prefix, empty or ending in '/'
     std::string lock;   // s3 with ?lock=URL: the lock store of the commit protocol (dynamodb:// or file://)
 };
 
 // The forms --store takes: every error about a store URL lists them, so that a typo
 // (s3:/bucket, S3://bucket) is answered with what would have worked.
 constexpr char const* store_forms =
-    "file:///dir, s3://bucket[/prefix], s3://bucket[/prefix]?lock=dynamodb://table|file:///dir, dynamodb://table";
+    "file:///dir, s3://bucket[/prefix], s3://bucket[/prefix]?lock=dynamodb://table|file:///dir, dynamodb://table, "
+    "azblob://container[/prefix]";
 
 [[noreturn]] void bad_store(std::string const& url, std::string const& why) {
     die(exit_usage, "--store '" + url + "': " + why + "; accepted forms: " + store_forms);
@@ -61,6 +62,20 @@ store_url parse_store(std::string const& url, std::string const& whole) {
     }
     if (u.scheme == "dynamodb") {
         if (u.path.empty() || u.path.find('/') != std::string::npos) bad_store(whole, "a dynamodb URL names one table");
+        return u;
+    }
+    if (u.scheme == "azblob") {
+        // azblob://container[/prefix]: the account, its endpoint and credentials come from the
+        // environment (the Azure CLI's variables) and --endpoint; the prefix names a folder.
+        if (u.path.find_first_of("?#") != std::string::npos)
+            bad_store(whole, "an azblob URL takes no query (credentials come from the environment)");
+        auto const slash = u.path.find('/');
+        if (slash != std::string::npos) {
+            u.prefix = u.path.substr(slash + 1);
+            u.path.resize(slash);
+            if (!u.prefix.empty() && u.prefix.back() != '/') u.prefix += '/';
+        }
+        if (u.path.empty()) bad_store(whole, "an azblob URL names a container");
         return u;
     }
     if (u.scheme == "s3") {
@@ -92,7 +107,7 @@ store_url parse_store(std::string const& url, std::string const& whole) {
     for (auto& c : lower)
         if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     bad_store(whole, "unknown scheme '" + u.scheme + "'" +
-                         (lower != u.scheme && (lower == "s3" || lower == "file" || lower == "dynamodb")
+                         (lower != u.scheme && (lower == "s3" || lower == "file" || lower == "dynamodb" || lower == "azblob")
                               ? " (schemes are lower case)"
                               : ""));
 }

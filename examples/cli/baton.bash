@@ -22,7 +22,7 @@ _baton() {
     done
     case $prev in
         --store)
-            COMPREPLY=($(compgen -W "file:/// s3:// dynamodb://" -- "$cur"))
+            COMPREPLY=($(compgen -W "file:/// s3:// dynamodb:// azblob://" -- "$cur"))
             compopt -o nospace 2>/dev/null
             return ;;
         --log-format)

@@ -162,6 +162,30 @@ int main(int argc, char** argv) {
             store.credential_source = creds.source;
             return dispatch<baton::aws::sigv4_signer>(ioc, std::move(backend), o, store);
         }
+        if (url.scheme == "azblob") {
+            baton::azure_blob_backend_params p;
+            baton::diagnostics d;
+            if (baton::azure::account_from_environment(p.account, d)) die(exit_usage, "azblob: " + d.message);
+            std::string endpoint_source = "the environment";
+            if (!o.endpoint.empty()) {
+                if (!baton::azure::parse_blob_address(o.endpoint, d)) die(exit_usage, "--endpoint: " + d.message);
+                p.account.blob_endpoint = o.endpoint;
+                endpoint_source = "--endpoint";
+            }
+            p.container = url.path;
+            p.key_prefix = url.prefix;
+            baton::azure_blob_backend backend(ioc.get_executor(), p);
+            store.container = "container '" + p.container + "'";
+            if (!p.key_prefix.empty()) store.container += ", prefix '" + p.key_prefix + "'";
+            store.location = " at " + p.account.blob_endpoint + " (endpoint from " + endpoint_source + ")";
+            store.identity = "account " + p.account.name;
+            store.credential_source = !p.account.key.empty() ? "Shared Key" : !p.account.sas.empty() ? "SAS token" : "anonymous";
+            store.missing_hint = "create it (az storage container create --name " + p.container +
+                                 "), or check --store and the endpoint";
+            store.credentials_hint = "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or "
+                                     "AZURE_STORAGE_SAS_TOKEN";
+            return dispatch<baton::backend_signer>(ioc, std::move(backend), o, store);
+        }
         baton::file_backend_params p;
         p.root = url.path;
         store.container = "directory '" + url.path + "'";

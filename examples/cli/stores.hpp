@@ -18,6 +18,9 @@ struct store_context {
     std::string addressing; // s3: "path-style" or "virtual-hosted"
     std::string lock_container; // composed stores (?lock=): "lock table 't'", "lock directory '/d'"
     std::string lock_location;  // composed stores: where the lock table is, as `location`
+    // What to check when the container is missing or the credentials are refused; empty: the AWS
+    // stores' (--store, --endpoint, --region; the credentials' source).
+    std::string missing_hint, credentials_hint;
 };
 
 // Prints one line for a failed store operation and returns the exit status it deserves.
@@ -39,14 +42,14 @@ int report_store_error(store_context const& s, std::string const& doing, baton::
         line = doing + ": " + s.container + s.location + " or " + s.lock_container + s.lock_location +
                " does not exist (" + said + "); check --store, the endpoints and --region";
     } else if (ec == baton::errc::not_found) {
-        line = doing + ": " + s.container + " does not exist" + s.location + " (" + said +
-               "); create it, or check --store, --endpoint and --region";
+        line = doing + ": " + s.container + " does not exist" + s.location + " (" + said + "); " +
+               (s.missing_hint.empty() ? "create it, or check --store, --endpoint and --region" : s.missing_hint);
     } else if (ec == baton::errc::auth_failed) {
         line = doing + ": the store" + s.location + " refused the credentials (" + s.identity + ") of " +
                s.credential_source + ": " + said + "; check " +
-               (s.credential_source == "environment" ? "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN"
-                                                     : "that source") +
-               " and --region";
+               (!s.credentials_hint.empty()              ? s.credentials_hint
+                : s.credential_source == "environment" ? "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and --region"
+                                                         : "that source and --region");
     } else if (ec == baton::errc::capability_missing) {
         line = doing + ": " + s.container + s.location + " cannot hold leases safely: " +
                (d.message.empty() ? ec.message() : d.message) + " ('baton probe --store " + s.url +

@@ -24,7 +24,7 @@ loses the lease as documented: its command is terminated (`end ... term`) and
 it exits 143. That is reported, not failed; the checks above still apply to
 its interval.
 
-Usage: cli_cross_process.py BATON_BINARY [file | dynamodb | s3]
+Usage: cli_cross_process.py BATON_BINARY [file | dynamodb | s3 | azblob]
   file      a fresh directory (default)
   dynamodb  a fresh table on the dynalite at BATON_DYNAMODB_ENDPOINT (started by
             tests/servers/with-servers.sh dynalite); skipped when it is not set
@@ -40,7 +40,7 @@ import concurrent.futures, json, os, shlex, shutil, signal, subprocess, sys, tem
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from s3_request import create_bucket, dynamodb_call
+from s3_request import create_bucket, create_container, dynamodb_call
 
 HOLDERS = 4
 ALL_DONE_WITHIN = 80  # seconds after the resume; a passing round needs about 25
@@ -71,6 +71,9 @@ def skip_without_server(kind):
         sys.exit(0)
     if kind == "s3" and not os.environ.get("BATON_S3_ENDPOINT"):
         print("skipped: BATON_S3_ENDPOINT is not set (run under tests/servers/with-servers.sh rgw)")
+        sys.exit(0)
+    if kind == "azblob" and not os.environ.get("BATON_AZURITE_ENDPOINT"):
+        print("skipped: BATON_AZURITE_ENDPOINT is not set (run under tests/servers/with-servers.sh azurite)")
         sys.exit(0)
     if kind == "composed" and not (os.environ.get("BATON_S3RVER_ENDPOINT") and os.environ.get("BATON_DYNAMODB_ENDPOINT")):
         print("skipped: BATON_S3RVER_ENDPOINT or BATON_DYNAMODB_ENDPOINT is not set "
@@ -114,6 +117,18 @@ def s3_store():
     env = {"AWS_ENDPOINT_URL_S3": endpoint, "AWS_REGION": region, "AWS_ACCESS_KEY_ID": access_key,
            "AWS_SECRET_ACCESS_KEY": secret_key}
     return "s3://%s/xproc" % bucket, env, removed, None
+
+
+def azblob_store():
+    """A fresh container in Azurite: its store URL, the variables `baton` needs (the Azure CLI's),
+    and the ones it must not see."""
+    endpoint, account = os.environ["BATON_AZURITE_ENDPOINT"], os.environ["BATON_AZURITE_ACCOUNT"]
+    key = os.environ["BATON_AZURITE_KEY"]
+    container = "baton-xproc-" + uuid.uuid4().hex[:16]
+    create_container(endpoint, account, key, container)
+    removed = ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_SAS_TOKEN")
+    env = {"AZURE_STORAGE_ACCOUNT": account, "AZURE_STORAGE_KEY": key, "AZURE_STORAGE_SERVICE_ENDPOINT": endpoint}
+    return "azblob://%s/xproc" % container, env, removed, None
 
 
 def check_fenced_puts(baton, store, env, data_key, puts, errors_path, note):
@@ -174,6 +189,8 @@ def run_round(baton, kind, round_id):
             store, store_env, removed, drop = dynamodb_store()
         elif kind == "s3":
             store, store_env, removed, drop = s3_store()
+        elif kind == "azblob":
+            store, store_env, removed, drop = azblob_store()
         else:
             temp_dirs.append(tempfile.mkdtemp(prefix="baton-xproc-%d-" % round_id))
             store, store_env, removed = "file://" + temp_dirs[-1], {}, ()
@@ -374,8 +391,8 @@ def run_round(baton, kind, round_id):
 
 
 def main():
-    if len(sys.argv) < 2 or (len(sys.argv) > 2 and sys.argv[2] not in ("file", "dynamodb", "s3")):
-        sys.exit("usage: cli_cross_process.py BATON_BINARY [file | dynamodb | s3]")
+    if len(sys.argv) < 2 or (len(sys.argv) > 2 and sys.argv[2] not in ("file", "dynamodb", "s3", "azblob")):
+        sys.exit("usage: cli_cross_process.py BATON_BINARY [file | dynamodb | s3 | azblob]")
     baton = sys.argv[1]
     kind = sys.argv[2] if len(sys.argv) > 2 else "file"
     skip_without_server(kind)

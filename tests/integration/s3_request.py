@@ -1,10 +1,11 @@
-"""A minimal SigV4-signed S3 request for the CLI tests (standard library only).
+"""Minimal signed requests for the CLI tests (standard library only): SigV4 for S3, Shared Key for
+Azure Blob.
 
-The tests need to create buckets before `baton` can use them, and nothing else:
-baton itself never creates buckets. Signing here is independent of baton's own
-signer, so a bucket that exists proves nothing about baton's SigV4.
+The tests need to create buckets and containers before `baton` can use them, and nothing else:
+baton itself never creates them. Signing here is independent of baton's own signers, so a
+bucket or container that exists proves nothing about them.
 """
-import datetime, hashlib, hmac, json, urllib.error, urllib.parse, urllib.request
+import base64, datetime, email.utils, hashlib, hmac, json, urllib.error, urllib.parse, urllib.request
 
 
 def _hmac(key, msg):
@@ -53,3 +54,27 @@ def dynamodb_call(endpoint, target, body):
                          "SignedHeaders=host, Signature=00"})
     with urllib.request.urlopen(req, timeout=30) as res:
         return json.loads(res.read() or b"{}")
+
+
+def create_container(endpoint, account, key, container):
+    """Creates an Azure Blob container with Shared Key (`endpoint` as http://host:port/account for
+    Azurite). The string to sign of a PUT without body or conditions: the verb, the eleven standard
+    headers (all empty but Content-Type), the x-ms- headers, then /account + the URL path and the
+    sorted query."""
+    path = urllib.parse.urlsplit(endpoint).path.rstrip("/") + "/" + container
+    headers = {"x-ms-date": email.utils.formatdate(usegmt=True), "x-ms-version": "2021-12-02"}
+    # Content-Type is set, as urllib would add one of its own to a request with a body.
+    content_type = "application/octet-stream"
+    to_sign = "PUT\n" + "\n" * 4 + content_type + "\n" + "\n" * 6 + \
+        "".join("%s:%s\n" % (k, headers[k]) for k in sorted(headers)) + "/%s%s\nrestype:container" % (account, path)
+    signature = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest()).decode()
+    origin = endpoint[:len(endpoint) - len(urllib.parse.urlsplit(endpoint).path)]
+    req = urllib.request.Request(origin + path + "?restype=container", data=b"", method="PUT", headers=dict(
+        headers, Authorization="SharedKey %s:%s" % (account, signature), **{"Content-Type": content_type}))
+    try:
+        with urllib.request.urlopen(req, timeout=10) as res:
+            status = res.status
+    except urllib.error.HTTPError as e:
+        status = e.code
+    if status != 201:
+        raise RuntimeError("creating container %s answered HTTP %d" % (container, status))

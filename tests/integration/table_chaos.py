@@ -21,7 +21,7 @@ Checks:
 Records processed twice (after a SIGKILL or a loss, between the last checkpoint and the end of
 a work) are counted and reported, never failed: that is the documented at-least-once outcome.
 
-Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3 | composed] [--faults SEED]
+Usage: table_chaos.py BATON_BINARY [file | dynamodb | s3 | azblob | composed] [--faults SEED]
   file         a fresh directory (default)
   dynamodb     a fresh table on the dynalite at BATON_DYNAMODB_ENDPOINT (with-servers.sh dynalite)
   s3           a fresh bucket on the S3 store at BATON_S3_ENDPOINT (Ceph RGW, with-servers.sh rgw)
@@ -39,7 +39,7 @@ import json, os, shutil, signal, subprocess, sys, tempfile, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "robustness"))
-from cli_cross_process import dynamodb_store, s3_store, skip_without_server
+from cli_cross_process import azblob_store, dynamodb_store, s3_store, skip_without_server
 from s3_request import create_bucket
 import proxied
 from table_workers import finish, stop_workers, wait_all_checkpoints
@@ -91,8 +91,8 @@ def main():
         env.update(extra)
         for k in removed:
             env.pop(k, None)
-    elif kind == "s3":
-        store, extra, removed, drop = s3_store()
+    elif kind in ("s3", "azblob"):
+        store, extra, removed, drop = s3_store() if kind == "s3" else azblob_store()
         env.update(extra)
         for k in removed:
             env.pop(k, None)

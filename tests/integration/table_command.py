@@ -20,13 +20,13 @@ Then, on the file store, one worker whose command exits by itself is started aga
 and 4 s, a checkpoint over the 16 KiB limit is refused and stops the command, and a worker with
 --max-commands 2 runs two commands and leaves the other shards to a worker without a limit.
 
-Usage: table_command.py BATON_BINARY [file | dynamodb | s3]
+Usage: table_command.py BATON_BINARY [file | dynamodb | s3 | azblob]
 Skipped (exit 0, one line) when its server is not configured.
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_cross_process import dynamodb_store, s3_store, skip_without_server
+from cli_cross_process import azblob_store, dynamodb_store, s3_store, skip_without_server
 from table_workers import finish, stop_workers, wait_all_checkpoints
 
 SHARDS, LINES = 6, 60
@@ -46,9 +46,11 @@ def main():
         os.makedirs(os.path.join(scratch, "store"))
     elif kind == "dynamodb":
         store, env, _, drop = dynamodb_store()
+    elif kind == "azblob":
+        store, env, _, _ = azblob_store()
     else:
         store, env, _, _ = s3_store()
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and not k.startswith("AZURE_")}
     full_env.update(env)
     inputs, output = os.path.join(scratch, "in"), os.path.join(scratch, "processed.log")
     os.makedirs(inputs)

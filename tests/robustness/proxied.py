@@ -1,19 +1,22 @@
 """Fault proxies in front of a test's AWS services (fault_proxy.py), for the Python runners.
 
 start(workdir, service_env, seed, profile, ...) puts one proxy before each service endpoint named in
-`service_env` (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB) and returns the proxies and the
+`service_env` (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB, AZURE_STORAGE_SERVICE_ENDPOINT) and returns the proxies and the
 variables that send a process's requests through them; calm() stops every fault (the closing
 checks of a test need a calm network); stop() ends them and counts the faults they injected.
 """
-import collections, json, os, signal, subprocess, sys
+import collections, json, os, signal, subprocess, sys, urllib.parse
 
 here = os.path.dirname(os.path.abspath(__file__))
-SERVICES = (("AWS_ENDPOINT_URL_S3", "s3"), ("AWS_ENDPOINT_URL_DYNAMODB", "dynamodb"))
+SERVICES = (("AWS_ENDPOINT_URL_S3", "s3"), ("AWS_ENDPOINT_URL_DYNAMODB", "dynamodb"),
+            ("AZURE_STORAGE_SERVICE_ENDPOINT", "azblob"))
 
 
 class Proxy:
     def __init__(self, workdir, name, upstream_url, seed, profile, delay_ms, blackhole_for):
-        hostport = upstream_url.split("://", 1)[1].rstrip("/")
+        # A path (Azurite's /devstoreaccount1) stays in the URL the clients are given.
+        parts = urllib.parse.urlsplit(upstream_url)
+        hostport, path = parts.netloc, parts.path.rstrip("/")
         self.name = name
         self.log = os.path.join(workdir, "proxy-%s.jsonl" % name)
         self.err = os.path.join(workdir, "proxy-%s.err" % name)
@@ -26,7 +29,7 @@ class Proxy:
         if len(line) != 2 or line[0] != "PORT":
             self.popen.kill()
             raise SystemExit("fault proxy %s did not start: see %s" % (name, self.err))
-        self.url = "http://127.0.0.1:%s" % line[1]
+        self.url = "http://127.0.0.1:%s%s" % (line[1], path)
 
 
 def start(workdir, service_env, seed, profile="default", delay_ms="100:2500", blackhole_for=2):
