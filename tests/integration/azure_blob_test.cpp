@@ -360,6 +360,15 @@ TEST_CASE("listing follows markers, quotes ETags, remembers where a page ended, 
     f.then(blob_error(404, "ContainerNotFound"));
     CHECK(run<baton::list_page>(ioc, b.async_list("l/", "", 10)).first == errc::not_found);
     CHECK(run<baton::list_page>(ioc, b.async_list("l/", "", 0)).first == errc::invalid_argument);
+    // Without a prefix at all, no empty parameter is sent (signers disagree on signing one).
+    auto params = b.params();
+    params.key_prefix.clear();
+    baton::azure_blob_backend whole(ioc.get_executor(), params);
+    f.then(answer(200, "<EnumerationResults><Blobs>" + blob("a", "0x1") + "</Blobs><NextMarker/></EnumerationResults>"));
+    std::tie(ec, page) = run<baton::list_page>(ioc, whole.async_list("", "", 10));
+    REQUIRE(!ec);
+    CHECK(page.entries.size() == 1u);
+    CHECK(f.seen().back().target() == "/devstoreaccount1/box?restype=container&comp=list&maxresults=10");
 }
 
 } // TEST_SUITE azure_scripted
@@ -599,8 +608,10 @@ TEST_CASE("leases on Azurite: acquire, renew, release, takeover after destructio
     REQUIRE(!run0(ioc, d->async_release()));
 }
 
-TEST_CASE("32 contenders racing put(absent) on one blob: exactly one wins; 32 leases: exactly one holder" *
-          doctest::test_suite("concurrency")) {
+// One round, not in the stress rounds: the settling of doubtful writes is the recipes' code,
+// stressed on RGW already, and Azurite serialises conditional writes (it never answered a racer
+// with a 5xx in its survey, tests/servers/AZURITE.md).
+TEST_CASE("32 contenders racing put(absent) on one blob: exactly one wins; 32 leases: exactly one holder") {
     SKIP_WITHOUT_AZURITE();
     net::io_context ioc;
     auto p = params_for(acct, container_for(acct), "race-" + random_hex() + "/");

@@ -103,7 +103,8 @@ struct conditional_probe : std::enable_shared_from_this<conditional_probe<Wire>>
                 self->note(std::string(what) + ": accepted");
                 return self->create_existing();
             }
-            if (o.transport || !unsupported(o.ec)) return self->fail(o, what);
+            // Not found on a new key: the bucket or container is missing, which no write can pass.
+            if (o.transport || o.ec == errc::not_found || !unsupported(o.ec)) return self->fail(o, what);
             self->found.create_check = std::string(what) + ": refused with " + o.answer + " (not supported)";
             self->note(self->found.create_check);
             self->plain_put();

@@ -232,8 +232,10 @@ struct basic_azure_list_op : std::enable_shared_from_this<basic_azure_list_op<V>
         // Without a marker for `after`, whole pages: most of the first ones are skipped.
         bool const skipping = !start_after.empty() && last_key.empty() && !st->markers.count(marker_key(full_prefix, start_after));
         auto const want = skipping ? max_page : std::min(limit - page.entries.size(), max_page);
-        std::string q = "?restype=container&comp=list&prefix=" + uri_encode(full_prefix, false) +
-                        "&maxresults=" + std::to_string(want);
+        // An empty parameter is left out: Shared Key signers disagree on how to sign one.
+        std::string q = "?restype=container&comp=list";
+        if (!full_prefix.empty()) q += "&prefix=" + uri_encode(full_prefix, false);
+        q += "&maxresults=" + std::to_string(want);
         if (!marker.empty()) q += "&marker=" + uri_encode(marker, false);
         ++requests;
         auto req = st->make_request(az_bhttp::verb::get, st->container_target() + q);
