@@ -10,7 +10,7 @@ directly (no proxy), and baton_history_check judges every history.
 
 Usage: run.py TRAFFIC CHECKER KIND [--seconds N] [--seed S] [--profile default|heavy|none]
               [--broken unknown-as-failed|late-loss] [--keep DIR]
-  KIND: file, dynamodb (dynalite), s3 (Ceph RGW), composed (s3rver's objects, commits in dynalite)
+  KIND: file, dynamodb (dynalite), s3 (Ceph RGW), azblob (Azurite), composed (s3rver's objects, commits in dynalite)
   --broken   the traffic processes misreport what baton told them; the run passes only when the
              checkers find a violation (the checkers shown to bite on a real run)
 Prints the figures (operations by kind and outcome, unknown outcomes, faults injected by kind,
@@ -21,7 +21,7 @@ import argparse, collections, json, os, random, re, shutil, signal, subprocess, 
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "integration"))
-from cli_cross_process import dynamodb_store, s3_store, skip_without_server  # noqa: E402
+from cli_cross_process import azblob_store, dynamodb_store, s3_store, skip_without_server  # noqa: E402
 from table_chaos import composed_store  # noqa: E402
 import proxied  # noqa: E402
 
@@ -73,7 +73,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("traffic")
     ap.add_argument("checker")
-    ap.add_argument("kind", choices=["file", "dynamodb", "s3", "composed"])
+    ap.add_argument("kind", choices=["file", "dynamodb", "s3", "azblob", "composed"])
     ap.add_argument("--seconds", type=float, default=25)
     ap.add_argument("--seed", type=int, default=int(os.environ.get("BATON_ROBUSTNESS_SEED", "1")))
     ap.add_argument("--profile", default="default")
@@ -101,9 +101,9 @@ def main():
     else:
         if a.kind == "dynamodb":
             store, extra, removed, drop = dynamodb_store()
-        elif a.kind == "s3":
-            store, extra, removed, drop = s3_store()
-            store = store.rsplit("/", 1)[0]  # the bucket itself: the traffic uses fixed keys
+        elif a.kind in ("s3", "azblob"):
+            store, extra, removed, drop = s3_store() if a.kind == "s3" else azblob_store()
+            store = store.rsplit("/", 1)[0]  # the bucket or container itself: the traffic uses fixed keys
         else:
             store, extra, removed, drop = composed_store()
             store = store.replace("/xproc?", "?")

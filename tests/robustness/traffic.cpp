@@ -7,9 +7,10 @@
 //                 [--final] [--broken unknown-as-failed,stale-reads,late-loss]
 //
 // Stores: file:///dir, s3://bucket, dynamodb://table, s3://bucket?lock=dynamodb://table (the
-// commit protocol). AWS stores find their endpoints, region and credentials as the SDKs do
-// (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, AWS_ACCESS_KEY_ID, ...): the
-// robustness runner points them at its fault proxies.
+// commit protocol), azblob://container. AWS stores find their endpoints, region and credentials
+// as the SDKs do (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, AWS_ACCESS_KEY_ID,
+// ...), Azure Blob as the Azure CLI does (AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY,
+// AZURE_STORAGE_SERVICE_ENDPOINT): the robustness runner points them at its fault proxies.
 //
 // kv: `--clients` coroutines each run a random mix on a few keys: reads, puts under no condition,
 // `absent` or the version last seen, erases, and increments of counters. lease: acquire, fenced
@@ -23,6 +24,7 @@
 // `late-loss` stalls the whole process for three TTLs right after its first acquisition, unseen
 // by the runner, then acts on (a pause the application never checks the lease after).
 
+#include <baton/azure.hpp>
 #include <baton/commit_protocol.hpp>
 #include <baton/dynamodb.hpp>
 #include <baton/file.hpp>
@@ -504,6 +506,15 @@ int main(int argc, char** argv) {
                 asio::co_spawn(ioc, run<baton::aws::sigv4_signer>(baton::s3_dynamodb_commit(std::move(s3), std::move(commits)), h, o),
                                done);
             }
+        } else if (scheme == "azblob") {
+            // The account as the Azure CLI's variables give it; the container is the URL's.
+            baton::azure_blob_backend_params p;
+            baton::diagnostics d;
+            if (baton::azure::account_from_environment(p.account, d)) usage(d.message);
+            p.container = rest;
+            p.http.attempt_timeout = o.attempt_timeout;
+            p.http.connect_timeout = o.attempt_timeout;
+            asio::co_spawn(ioc, run<baton::backend_signer>(baton::azure_blob_backend(ex, p), h, o), done);
         } else {
             usage("unknown store scheme " + scheme);
         }
