@@ -19,6 +19,9 @@
 //       CLOCK_MONOTONIC in every process, never overlap, and reports per-process counts.
 //   store_bench s3-cycle     [--n 1000] [--warmup 50] [--max-seconds 30]
 //       The cycle figure with baton::s3_lease (BATON_S3_* : Ceph RGW).
+//   store_bench azure-cycle  [--n 1000] [--warmup 50] [--max-seconds 30] [--container NAME]
+//       The cycle figure with a lease on Azure Blob Storage (BATON_AZURITE_* : Azurite, else the
+//       AZURE_STORAGE_* variables), in a fresh container; requests counted at the record store.
 //   store_bench http-ddb     [--n 5000] [--op cycle-unsigned|cycle-signed|put-unsigned|put-signed|get-signed]
 //                            [--client baton|beast-sync]
 //       Sequential requests over one keep-alive connection to dynalite. cycle-unsigned sends
@@ -39,7 +42,7 @@
 //       The same against a trivial in-process Beast server on another thread (client overhead).
 //
 // Servers come from the environment that tests/servers/with-servers.sh exports
-// (BATON_DYNAMODB_*, BATON_S3_*, BATON_S3RVER_*). Every loop is bounded in count and time.
+// (BATON_DYNAMODB_*, BATON_S3_*, BATON_S3RVER_*, BATON_AZURITE_*). Every loop is bounded in count and time.
 
 #include "../common.hpp"
 
@@ -88,6 +91,7 @@ extern char** environ;
 #include "setup.hpp"
 #include "stores.hpp"
 #include "cycles.hpp"
+#include "azure.hpp"
 #include "contention.hpp"
 #include "http.hpp"
 #include "kv.hpp"
@@ -95,7 +99,7 @@ extern char** environ;
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: store_bench ddb-cycle|ddb-paired|ddb-contend|s3-cycle|http-ddb|http-local|kv|commit [--name value]...\n"
+        std::fprintf(stderr, "usage: store_bench ddb-cycle|ddb-paired|ddb-contend|s3-cycle|azure-cycle|http-ddb|http-local|kv|commit [--name value]...\n"
                              "       (see the comment at the top of bench/store/main.cpp)\n");
         return 2;
     }
@@ -106,6 +110,7 @@ int main(int argc, char** argv) {
         if (cmd == "ddb-contend") return cmd_ddb_contend(a);
         if (cmd == "ddb-contend-child") return cmd_contend_child(a);
         if (cmd == "s3-cycle") return cmd_s3_cycle(a);
+        if (cmd == "azure-cycle") return cmd_azure_cycle(a);
         if (cmd == "http-ddb") return cmd_http_ddb(a);
         if (cmd == "ddb-paired") return cmd_ddb_paired(a);
         if (cmd == "http-local") return cmd_http_local(a);
