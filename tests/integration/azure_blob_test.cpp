@@ -41,32 +41,11 @@ using baton::precondition;
 using namespace std::chrono_literals;
 using test_common::run_until;
 
-void run_for(net::io_context& ioc, std::chrono::steady_clock::duration d) {
-    auto const end = std::chrono::steady_clock::now() + d;
-    run_until(ioc, [&] { return std::chrono::steady_clock::now() >= end; }, d + 1s);
-}
-
-template <class R, class Op>
-std::pair<error_code, R> run(net::io_context& ioc, Op&& op) {
-    std::optional<std::pair<error_code, R>> out;
-    std::forward<Op>(op)([&](error_code ec, R r) { out.emplace(ec, std::move(r)); });
-    REQUIRE(run_until(ioc, [&] { return out.has_value(); }));
-    return std::move(*out);
-}
-
-template <class Op>
-error_code run0(net::io_context& ioc, Op&& op) {
-    std::optional<error_code> out;
-    std::forward<Op>(op)([&](error_code ec) { out = ec; });
-    REQUIRE(run_until(ioc, [&] { return out.has_value(); }));
-    return *out;
-}
-
-std::optional<std::string> env(char const* name) {
-    char const* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') return std::nullopt;
-    return std::string(v);
-}
+using test_common::env;
+using test_common::random_hex;
+using test_common::run;
+using test_common::run0;
+using test_common::run_for;
 
 std::optional<baton::azure::account> azurite() {
     auto e = env("BATON_AZURITE_ENDPOINT");
@@ -76,14 +55,6 @@ std::optional<baton::azure::account> azurite() {
     a.blob_endpoint = *e;
     a.key = env("BATON_AZURITE_KEY").value_or("");
     return a;
-}
-
-std::string random_hex(std::size_t n = 8) {
-    static std::mt19937_64 rng(std::random_device{}());
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    for (std::size_t i = 0; i < n; ++i) s += digits[rng() & 15];
-    return s;
 }
 
 baton::azure_blob_backend_params params_for(baton::azure::account const& a, std::string container, std::string prefix) {
@@ -369,6 +340,33 @@ TEST_CASE("listing follows markers, quotes ETags, remembers where a page ended, 
     REQUIRE(!ec);
     CHECK(page.entries.size() == 1u);
     CHECK(f.seen().back().target() == "/devstoreaccount1/box?restype=container&comp=list&maxresults=10");
+}
+
+TEST_CASE("a Blob endpoint that ignores preconditions is found by the probe and refused for leases") {
+    // A proxy or emulator that answers every write with success: the store must say no.
+    net::io_context ioc;
+    fake_blob f(ioc);
+    auto p = fake_backend(ioc, f).params();
+    p.preconditions = baton::azure_precondition_check::probe_first;
+    baton::azure_blob_backend b(ioc.get_executor(), p);
+    f.then(answer(201, {}, {{"ETag", "\"0x1\""}})); // put if absent, new blob
+    f.then(answer(201, {}, {{"ETag", "\"0x2\""}})); // put if absent, existing blob: ignored
+    f.then(answer(201, {}, {{"ETag", "\"0x3\""}})); // put if matching the current ETag
+    f.then(answer(201, {}, {{"ETag", "\"0x4\""}})); // put if matching a stale ETag: ignored
+    f.then(answer(202));                              // erase if matching a stale ETag: ignored
+    auto [ec, r] = run<baton::put_result>(ioc, b.async_put("k", "x", precondition::absent()));
+    std::string const why = r.diag.message;
+    INFO(why);
+    CHECK(ec == errc::capability_missing);
+    CHECK(why.find("put if absent on an existing key") != std::string::npos);
+    REQUIRE(b.probed());
+    CHECK(!b.probed()->supports_leases());
+    CHECK(!b.probed()->conditional_erase);
+    // A lease is refused too, with nothing more sent.
+    baton::azure_lease lease(ioc.get_executor(), b, short_lease("jobs/x", "a"));
+    auto [lec, g] = run<baton::lease_grant>(ioc, lease.async_try_acquire());
+    CHECK(lec == errc::capability_missing);
+    CHECK(f.seen().size() == 5u); // the probe's five writes
 }
 
 } // TEST_SUITE azure_scripted

@@ -3,7 +3,8 @@
 #define BATON_TEST_COMMON_RUN_OP_HPP
 
 // Runs one asynchronous operation to completion on an io_context, for the suites that drive a
-// store directly; and runs an io_context until a condition holds, for the suites on real time.
+// store directly; runs an io_context until a condition holds, or for a while, for the suites on
+// real time; and what the suites against real servers share: their variables and random names.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
@@ -12,7 +13,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
+#include <random>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -47,6 +51,47 @@ bool run_until(boost::asio::io_context& ioc, Pred done,
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return true;
+}
+
+/// Lets `d` of real time pass while `ioc` keeps running (renewals, timers).
+inline void run_for(boost::asio::io_context& ioc, std::chrono::steady_clock::duration d) {
+    auto const end = std::chrono::steady_clock::now() + d;
+    run_until(ioc, [&] { return std::chrono::steady_clock::now() >= end; }, d + std::chrono::seconds(1));
+}
+
+/// Starts `op(handler)` and runs `ioc` until it completes with `void(error_code, R)`, on real
+/// time (timers and servers keep running meanwhile); fails the case after 30 s.
+template <class R, class Op>
+std::pair<boost::system::error_code, R> run(boost::asio::io_context& ioc, Op&& op) {
+    std::optional<std::pair<boost::system::error_code, R>> out;
+    std::forward<Op>(op)([&](boost::system::error_code ec, R r) { out.emplace(ec, std::move(r)); });
+    REQUIRE(run_until(ioc, [&] { return out.has_value(); }));
+    return std::move(*out);
+}
+
+/// As `run`, for an operation that completes with `void(error_code)`.
+template <class Op>
+boost::system::error_code run0(boost::asio::io_context& ioc, Op&& op) {
+    std::optional<boost::system::error_code> out;
+    std::forward<Op>(op)([&](boost::system::error_code ec) { out = ec; });
+    REQUIRE(run_until(ioc, [&] { return out.has_value(); }));
+    return *out;
+}
+
+/// An environment variable, or nothing when it is unset or empty.
+inline std::optional<std::string> env(char const* name) {
+    char const* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+}
+
+/// `n` random lower-case hex digits: names of buckets, containers and prefixes that no other run uses.
+inline std::string random_hex(std::size_t n = 8) {
+    static std::mt19937_64 rng(std::random_device{}());
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += digits[rng() & 15];
+    return s;
 }
 
 } // namespace test_common
