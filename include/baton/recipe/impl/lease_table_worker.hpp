@@ -169,6 +169,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
     for (auto const& [id, s] : view.shards)
         for (auto const& [name, t] : {std::pair{&s.body.owner, s.body.term},
                                       std::pair{&s.body.requested_by, s.body.requested_term}}) {
+            if (t == 0) continue; // no term is later than none (a free shard, no request): no search
             auto const it = view.workers.find(*name);
             if (it != view.workers.end() && it->second.decoded && it->second.term < t) named_later.insert(*name);
         }
@@ -207,13 +208,16 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
         view.declared_ttl[name] = b.ttl;
     };
     auto [wec, workers_listed, listed] = co_await refresh_view(wprefix, wants_worker, apply_worker);
-    if (!wec) {
-        auto const& present = workers_listed; // a lambda may not capture a structured binding (clang 14)
-        std::erase_if(view.workers, [&present](auto const& kv) { return !present.count(kv.first); });
-    }
+    if (!wec) keep_listed(view.workers, workers_listed);
     std::string const sprefix = shard_prefix();
+    // The listing's names come in the view's order (byte order; Azure's UTF-16 order differs
+    // only for characters from U+E000 up): a name's entry is then the one after the previous
+    // name's, found without a search of the whole view at every shard of every scan.
+    auto previous = view.shards.end();
     wants_fn const wants_shard = [&](std::string const& id, list_entry const& e, std::chrono::nanoseconds) {
-        auto it = view.shards.find(id);
+        auto it = previous == view.shards.end() ? view.shards.begin() : std::next(previous);
+        if (it == view.shards.end() || it->first != id) it = view.shards.find(id);
+        if (it != view.shards.end()) previous = it;
         if (it != view.shards.end() && it->second.version == e.version) return false;
         // Another live worker's checkpoints change its shards' versions all the time; they
         // are read at every fourth scan only (a change of hands to us, a request or the end
@@ -231,8 +235,7 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
     auto [sec, shards_listed, shards_at] = co_await refresh_view(sprefix, wants_shard, apply_shard);
     (void)shards_at;
     if (!sec) {
-        auto const& present = shards_listed;
-        std::erase_if(view.shards, [&present](auto const& kv) { return !present.count(kv.first); });
+        keep_listed(view.shards, shards_listed);
         // Owners named by shards without a worker record: only from a listing of the
         // workers that succeeded now (a failed one proves no absence).
         std::set<std::string, std::less<>> named;
