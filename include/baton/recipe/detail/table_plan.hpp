@@ -112,7 +112,8 @@ struct balance_plan {
 
 // What worker `me` (term `term`) tries this cycle. It claims free shards up to the fair ceiling
 // or its own limit (its own shards of an earlier term first, the rest in random order so that
-// workers spread out); with none left it asks the most loaded worker for one shard at a time,
+// workers spread out); with none left it asks the most loaded worker (of several that tie, the
+// one its name picks) for one shard at a time,
 // while that worker has at least two more than it would and it is under both, and at most
 // `max_moves` shards are asked for at once (`pending` are still outstanding; they count as its own).
 template <class Rng>
@@ -138,10 +139,33 @@ balance_plan plan_balance(table_view const& v, std::string_view me, std::uint64_
         }
     if (!ours_before.empty() || !others.empty()) return plan; // free shards first; ask only when none are left
 
+    // Each asker's own pick among the workers that tie for the most shards (FNV-1a of its name:
+    // no draw from `rng`, the same on every platform). Askers that all took the first of them by
+    // name were granted one shard per round of asks between them (an owner grants while it has
+    // two more than the asker): after one worker of 100 died, the 49 workers left one short of
+    // the floor were balanced in one round (two scans) at a time.
+    std::uint64_t spread = 14695981039346656037ull;
+    for (char ch : me) spread = (spread ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
     for (std::size_t moves = pending; moves < max_moves; ++moves) {
+        std::size_t top = 0, ties = 0;
+        for (auto const& [name, n] : counts) {
+            if (name == me) continue;
+            if (ties == 0 || n > top) {
+                top = n;
+                ties = 1;
+            } else if (n == top) {
+                ++ties;
+            }
+        }
         auto most = counts.end();
-        for (auto it = counts.begin(); it != counts.end(); ++it)
-            if (it->first != me && (most == counts.end() || it->second > most->second)) most = it;
+        if (ties != 0) {
+            auto pick = static_cast<std::size_t>(spread % ties);
+            for (auto it = counts.begin(); it != counts.end(); ++it)
+                if (it->first != me && it->second == top && pick-- == 0) {
+                    most = it;
+                    break;
+                }
+        }
         if (most == counts.end() || most->second < mine + 2 || mine >= ceiling) break;
         // One of its shards that no live worker has asked for yet.
         std::vector<std::string> candidates;
