@@ -22,7 +22,7 @@
 // And the checker bites: workers whose checkpoints are written unconditionally (as the seed's
 // vmware-go-kcl checkpointer does) are caught.
 //
-// BATON_SIM_SEEDS (a hundredth of it, at least 2) / BATON_SIM_FIRST / BATON_SIM_SEED as for the other suites;
+// BATON_SIM_SEEDS (a hundredth of it, at least 1) / BATON_SIM_FIRST / BATON_SIM_SEED as for the other suites;
 // BATON_TABLE_DEBUG=<shard id> prints that shard's works and every write applied to it (with a replayed seed);
 // BATON_TABLE_MAX_SHARDS=<n> caps each table's shards (long soaks).
 
@@ -543,9 +543,7 @@ private:
 TEST_SUITE("simulation") {
 
 TEST_CASE("lease table: one work per shard at a time, checkpoints never go back, balanced, cost per worker") {
-    auto const range = test_common::seed_range::from_env(100);
-    auto r = range;
-    if (test_common::env_u64("BATON_SIM_SEED", 0) == 0) r.count = std::max<std::uint64_t>(r.count, 2);
+    auto const r = test_common::seed_range::from_env(100);
     table_outcome total;
     std::uint64_t const failed = test_common::run_seeds(r, total, [](std::uint64_t s) { return table_sim<net_t>(s).run(); }, 10);
     MESSAGE(r.count << " runs: " << total.shards << " shards, " << total.workers << " workers, " << total.records
