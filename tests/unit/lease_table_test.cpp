@@ -3,13 +3,16 @@
 // takeover window, workers with a limit on their shards, a frozen worker's checkpoint refused by
 // the store, a late checkpoint that lands after its writer lost the shard, a claim given up
 // unseen that a lagging replica shows again, shutdown handing everything over, retire and
-// register, and the steady-state cost (one write per worker per renew period, whatever the
-// shard count).
+// register, the steady-state cost (one write per worker per renew period, whatever the
+// shard count), why each kind of loss says it was lost, and the worker lease's observer.
 
 #include <baton/backend/memory.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
+#include <baton/recipe/detail/shard_record.hpp>
 #include <baton/recipe/lease_table.hpp>
 #include <baton/sim.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -1080,6 +1083,182 @@ TEST_CASE("a worker's published limit: decoded from its record, a fair share tha
     std::mt19937_64 rng(1);
     auto const plan = baton::detail::plan_balance(v, "a", 1, 4, 0, rng);
     CHECK(plan.claim.size() == 2u); // a's limit, though the share is 3
+}
+
+} // TEST_SUITE
+
+// ---- why a shard was lost, and the worker lease's observer ------------------------------------
+
+namespace loss_tests {
+
+using table_t = baton::basic_lease_table<baton::memory_backend, sim::manual_clock, baton::standard_retry>;
+
+// Worker `name` alone on the memory store, with a work that keeps each shard's handle and waits
+// for its stop: what the test reads the loss from.
+struct one_worker {
+    sim::scheduler& sched;
+    baton::memory_backend store;
+    sim::pausable_executor ex;
+    std::unique_ptr<table_t> table;
+    std::vector<table_t::shard_type> shards;
+    std::optional<error_code> finished;
+
+    one_worker(sim::scheduler& s, baton::memory_backend st) : sched(s), store(std::move(st)), ex(s.make_participant_executor()) {
+        baton::lease_table_options o = table_options("", 99);
+        table_t admin(sched.get_executor(), store, o, baton::standard_retry{}, baton::backend_signer{}, sim::manual_clock{});
+        bool registered = false;
+        admin.async_register({"s100"}, [&](error_code ec) {
+            REQUIRE_FALSE(ec);
+            registered = true;
+        });
+        sched.run_for(1s);
+        REQUIRE(registered);
+        table = std::make_unique<table_t>(ex, store, table_options("a", 7), baton::standard_retry{}, baton::backend_signer{},
+                                          sim::manual_clock{});
+        table->async_run(
+            [this](table_t::shard_type s) -> asio::awaitable<void> {
+                shards.push_back(s);
+                co_await s.async_wait_stop(asio::as_tuple(asio::use_awaitable));
+            },
+            [this](error_code ec) { finished = ec; });
+        sched.run_for(5s);
+        REQUIRE(shards.size() == 1u);
+        CHECK(shards[0].loss_reason() == baton::shard_loss::none);
+    }
+
+    baton::record read(std::string const& key) {
+        std::optional<baton::get_result> got;
+        store.async_get(key, [&](error_code ec, baton::get_result r) {
+            REQUIRE_FALSE(ec);
+            got = std::move(r);
+        });
+        sched.run_for(1ms);
+        REQUIRE(got);
+        REQUIRE(got->found);
+        return *got->found;
+    }
+
+    void write(std::string const& key, std::string body, baton::precondition pc) {
+        std::optional<error_code> put;
+        store.async_put(key, std::move(body), std::move(pc), [&](error_code ec, baton::put_result) { put = ec; });
+        sched.run_for(1ms);
+        REQUIRE(put);
+        REQUIRE_FALSE(*put);
+    }
+
+    // The shard record as another worker's claim would leave it.
+    void take_shard() {
+        auto const r = read("t/shards/s100");
+        baton::detail::shard_body b;
+        baton::diagnostics d;
+        REQUIRE_FALSE(baton::detail::decode_shard_body(r.body, b, d));
+        b.owner = "intruder";
+        b.term = 1;
+        b.token += 1;
+        write(r.key, baton::detail::encode_shard_body(b), baton::precondition::matches(r.version));
+    }
+};
+
+struct observed {
+    std::shared_ptr<std::vector<std::string>> seen = std::make_shared<std::vector<std::string>>();
+    void on_acquired(baton::lease_acquired_event const& e) { seen->push_back("acquired " + std::string(e.key)); }
+    void on_renewed(baton::lease_renewed_event const& e) {
+        seen->push_back("renewed " + std::string(e.key) + (e.margin > 0ns ? "" : " without margin"));
+    }
+    void on_released(baton::lease_released_event const& e) { seen->push_back("released " + std::string(e.key)); }
+};
+
+} // namespace loss_tests
+
+TEST_SUITE("lease table") {
+
+TEST_CASE("a lost shard says why: the worker lease's deadline or record, the shard record taken or gone, the table gone") {
+    using loss_tests::one_worker;
+    using baton::shard_loss;
+    sim::scheduler sched(21);
+    one_worker w(sched, baton::memory_backend(sched.get_executor()));
+    auto& s = w.shards[0];
+
+    SUBCASE("frozen past the renew deadline (6 s), short of a takeover (18 s)") {
+        w.ex.freeze();
+        sched.run_for(10s);
+        w.ex.thaw();
+        sched.run_for(1s);
+        CHECK(s.lost());
+        CHECK(s.loss_reason() == shard_loss::renew_deadline);
+    }
+    SUBCASE("the worker record taken over: the next renewal is refused") {
+        auto const r = w.read("t/workers/a");
+        baton::detail::lease_body intruder{"intruder#1", "", "nonce", w.table->term() + 1, false, 9s, 0ms};
+        w.write(r.key, baton::detail::encode_lease_body(intruder), baton::precondition::matches(r.version));
+        sched.run_for(4s); // a renewal every 3 s
+        CHECK(s.lost());
+        CHECK(s.loss_reason() == shard_loss::worker_lease_lost);
+    }
+    SUBCASE("the shard record names another owner at the next scan") {
+        w.take_shard();
+        sched.run_for(4s); // a scan every 3 s at most
+        CHECK(s.lost());
+        CHECK(s.loss_reason() == shard_loss::shard_taken);
+    }
+    SUBCASE("the shard record names another owner when a checkpoint is written, before any scan") {
+        w.take_shard();
+        std::optional<error_code> cec;
+        s.async_checkpoint("2", [&](error_code ec) { cec = ec; });
+        sched.run_for(10ms);
+        REQUIRE(cec);
+        CHECK(*cec == errc::lease_lost);
+        CHECK(s.lost());
+        CHECK(s.loss_reason() == shard_loss::shard_taken);
+    }
+    SUBCASE("the shard record deleted: the next listing lacks it") {
+        auto const r = w.read("t/shards/s100");
+        std::optional<error_code> erased;
+        w.store.async_erase(r.key, baton::precondition::none(), [&](error_code ec, baton::erase_result) { erased = ec; });
+        sched.run_for(4s);
+        REQUIRE(erased);
+        CHECK(s.lost());
+        CHECK(s.loss_reason() == shard_loss::shard_record_missing);
+    }
+    SUBCASE("the table object destroyed") {
+        w.table.reset();
+        sched.run_for(10ms);
+        CHECK(s.lost());
+        CHECK(s.loss_reason() == shard_loss::table_destroyed);
+    }
+    SUBCASE("a graceful stop is no loss") {
+        w.table->request_stop();
+        sched.run_for(2s);
+        REQUIRE(w.finished);
+        CHECK_FALSE(*w.finished);
+        CHECK(s.stop_requested());
+        CHECK_FALSE(s.lost());
+        CHECK(s.loss_reason() == shard_loss::none);
+    }
+}
+
+TEST_CASE("the table's observer sees its worker lease: acquired, each renewal with its margin, released") {
+    sim::scheduler sched(22);
+    baton::memory_backend store(sched.get_executor());
+    loss_tests::observed obs;
+    using observed_t =
+        baton::basic_lease_table<baton::memory_backend, sim::manual_clock, baton::standard_retry, baton::backend_signer,
+                                 loss_tests::observed>;
+    observed_t t(sched.get_executor(), store, table_options("a", 3), {}, {}, sim::manual_clock{}, obs);
+    std::optional<error_code> finished;
+    t.async_run([](observed_t::shard_type s) -> asio::awaitable<void> {
+        co_await s.async_wait_stop(asio::as_tuple(asio::use_awaitable));
+    }, [&](error_code ec) { finished = ec; });
+    sched.run_for(10s); // renewals every 3 s
+    t.request_stop();
+    sched.run_for(2s);
+    REQUIRE(finished);
+    CHECK_FALSE(*finished);
+    auto const& seen = *obs.seen;
+    REQUIRE(seen.size() >= 4u); // a renewal every 3 s
+    CHECK(seen.front() == "acquired t/workers/a");
+    for (std::size_t i = 1; i + 1 < seen.size(); ++i) CHECK(seen[i] == "renewed t/workers/a");
+    CHECK(seen.back() == "released t/workers/a");
 }
 
 } // TEST_SUITE

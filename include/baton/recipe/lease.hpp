@@ -98,10 +98,15 @@ struct lease_closed_watch {
 
 // For composed operations on a lease (run_while_held): an operation that completed with
 // operation_aborted may mean the lease was destroyed, after which it must not be touched.
+// For the recipes built on a lease (the lease table's worker): why its last term was lost.
 struct lease_access {
     template <class Lease>
     static auto closed_watch(Lease const& l) -> lease_closed_watch<typename decltype(l.impl_)::element_type> {
         return {l.impl_};
+    }
+    template <class Lease>
+    static lease_machine::loss_cause last_loss(Lease const& l) noexcept {
+        return l.impl_->m.last_loss();
     }
 };
 } // namespace detail

@@ -78,6 +78,7 @@
 #include <baton/recipe/detail/shard_record.hpp>
 #include <baton/recipe/detail/table_plan.hpp>
 #include <baton/recipe/lease.hpp>
+#include <baton/recipe/lease_observer.hpp>
 #include <baton/recipe/lease_options.hpp>
 #include <baton/recipe/lease_table_options.hpp>
 #include <baton/recipe/table_shard.hpp>
@@ -124,6 +125,9 @@ namespace baton {
     @tparam Clock the participant's monotonic clock (`steady_clock`; `sim::manual_clock` in simulations)
     @tparam RetryPolicy how failed requests are retried
     @tparam Signer how the backend authenticates (`backend_signer`: the backend keeps its own)
+    @tparam Observer sees the worker lease's events, as a `basic_lease`'s observer does
+            (`<baton/recipe/lease_observer.hpp>`: acquisitions, renewals with their margin,
+            losses, releases, store answers); the default `no_lease_observer` costs nothing
 
     One object is one participant: it registers, retires and reads shards, and (with
     `lease_table_options::worker` set) runs as a worker with `async_run`.
@@ -134,7 +138,7 @@ namespace baton {
     `request_stop` (or by cancelling `async_run`) to hand its shards over at once.
 */
 template <record_store Backend, clock_policy Clock = steady_clock, retry_policy RetryPolicy = standard_retry,
-          signer_policy Signer = backend_signer>
+          signer_policy Signer = backend_signer, class Observer = no_lease_observer>
 class basic_lease_table {
 public:
     /// The executor that the table's work and completions run on.
@@ -145,15 +149,19 @@ public:
     using shard_type = table_shard<basic_lease_table>;
     /// The work run for each acquired shard: `(shard_type) -> asio::awaitable<void>`.
     using work_type = std::function<boost::asio::awaitable<void>(shard_type)>;
+    /// The worker lease's observer type.
+    using observer_type = Observer;
 
-    /** Creates a table participant; nothing is sent until an operation is started.
+    /** Creates a table participant; nothing is sent until an operation is started. `observer`
+        is copied into the worker lease, which reports to it on the table's executor (its
+        `key` is the worker record's, `P` + `workers/` + name).
 
         @throws config_error when `opts` breaks a rule (the message names it).
     */
     basic_lease_table(executor_type ex, Backend backend, lease_table_options opts, RetryPolicy retry = {},
-                      Signer signer = {}, Clock clock = {})
+                      Signer signer = {}, Clock clock = {}, Observer observer = {})
         : impl_(std::make_shared<impl>(std::move(ex), std::move(backend), validated(std::move(opts)), std::move(retry),
-                                       std::move(signer), std::move(clock))) {}
+                                       std::move(signer), std::move(clock), std::move(observer))) {}
 
     basic_lease_table(basic_lease_table const&) = delete;
     basic_lease_table& operator=(basic_lease_table const&) = delete;

@@ -35,8 +35,40 @@
 
 namespace baton {
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
 class basic_lease_table;
+
+/// Why a worker lost a shard (`table_shard::loss_reason`): its authority ended without a graceful stop.
+enum class shard_loss {
+    /// Not lost.
+    none,
+    /// The worker lease's renew deadline passed without a renewal that landed.
+    renew_deadline,
+    /// The worker lease was lost otherwise: its record changed (another worker marked this one
+    /// dead), vanished, or no longer reads as a lease record.
+    worker_lease_lost,
+    /// The shard record names another owner, term or token (read by a scan, or by a checkpoint
+    /// the store refused).
+    shard_taken,
+    /// The shard record is gone (a scan's listing lacks it, or a checkpoint found none).
+    shard_record_missing,
+    /// The table object was destroyed, abandoning the worker.
+    table_destroyed,
+};
+
+/// The words for `r` in logs and metrics: `none`, `renew deadline passed`, `worker lease lost`,
+/// `shard taken`, `shard record missing`, `table destroyed`.
+constexpr char const* to_string(shard_loss r) noexcept {
+    switch (r) {
+    case shard_loss::none: return "none";
+    case shard_loss::renew_deadline: return "renew deadline passed";
+    case shard_loss::worker_lease_lost: return "worker lease lost";
+    case shard_loss::shard_taken: return "shard taken";
+    case shard_loss::shard_record_missing: return "shard record missing";
+    case shard_loss::table_destroyed: return "table destroyed";
+    }
+    return "none";
+}
 
 namespace detail {
 template <class Table>
@@ -51,7 +83,8 @@ struct table_session;
     the record at hand, checkpoint, and return; the table then hands the shard over with that
     checkpoint, and the taker starts at once from it. A **loss** (the worker lease's renew
     deadline passed, or the shard was found taken) cancels the work (a terminal cancellation of
-    the coroutine) and completes `async_wait_stop` with `errc::lease_lost`.
+    the coroutine) and completes `async_wait_stop` with `errc::lease_lost`; `loss_reason()` then
+    says why.
 */
 template <class Table>
 class table_shard {
@@ -66,6 +99,8 @@ public:
     bool stop_requested() const noexcept { return s_->stop_requested || s_->lost; }
     /// True once the authority over this shard ended: do nothing more for it.
     bool lost() const noexcept { return s_->lost; }
+    /// Why the authority ended, once `lost()`; `shard_loss::none` before (and after a graceful stop).
+    shard_loss loss_reason() const noexcept { return s_->loss; }
     /// Time left before the worker lease's renew deadline; zero once lost. The budget of one step.
     std::chrono::nanoseconds remaining() const noexcept { return s_->remaining(); }
 
@@ -122,6 +157,7 @@ struct table_session : std::enable_shared_from_this<table_session<Table>> {
     std::uint64_t term = 0;
     bool stop_requested = false;
     bool lost = false;
+    shard_loss loss = shard_loss::none; // why, once lost
     bool ended = false;      // the work returned
     bool checkpointing = false;
     boost::asio::cancellation_signal cancel; // emitted (terminal) on loss
@@ -151,10 +187,11 @@ struct table_session : std::enable_shared_from_this<table_session<Table>> {
         finish_waiters(errc::released, ex);
     }
 
-    // The authority ended: the work is cancelled and told.
-    void lose(boost::asio::any_io_executor const& ex) {
+    // The authority ended: the work is cancelled and told (the first cause is the one kept).
+    void lose(boost::asio::any_io_executor const& ex, shard_loss why) {
         if (lost) return;
         lost = true;
+        loss = why;
         finish_waiters(errc::lease_lost, ex);
         if (!ended) cancel.emit(boost::asio::cancellation_type::terminal);
     }

@@ -11,19 +11,19 @@
 
 namespace baton {
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enable_shared_from_this<impl> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+struct basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl : std::enable_shared_from_this<impl> {
     using session = detail::table_session<basic_lease_table>;
     using timer_clock = typename Clock::timer_clock;
     using timer = boost::asio::basic_waitable_timer<timer_clock, boost::asio::wait_traits<timer_clock>, executor_type>;
-    using lease_type = basic_lease<Backend, Clock, RetryPolicy, Signer>;
+    using lease_type = basic_lease<Backend, Clock, RetryPolicy, Signer, boost::asio::any_io_executor, Observer>;
     template <class T>
     using awaitable = boost::asio::awaitable<T>;
     static constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitable);
 
-    impl(executor_type e, Backend b, lease_table_options o, RetryPolicy r, Signer s, Clock c)
+    impl(executor_type e, Backend b, lease_table_options o, RetryPolicy r, Signer s, Clock c, Observer obs)
         : ex(std::move(e)), backend(std::move(b)), opts(std::move(o)), retry(std::move(r)), signer(std::move(s)),
-          clock(std::move(c)), rng(detail::seed_or_random(opts.random_seed)), wake(ex) {
+          clock(std::move(c)), observer(std::move(obs)), rng(detail::seed_or_random(opts.random_seed)), wake(ex) {
         detail::adopt_signer(backend, signer);
         view.own_ttl = opts.ttl;
         view.skew = opts.max_clock_rate_skew;
@@ -36,6 +36,7 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
     RetryPolicy retry;
     Signer signer;
     Clock clock;
+    [[no_unique_address]] Observer observer; // the worker lease's, handed to it when it is made
     std::mt19937_64 rng;
     timer wake;
     bool poked = false;
@@ -263,7 +264,7 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
         stopping = false;
         work = std::move(w);
         run_pending.start(std::forward<Handler>(h), ex, this->weak_from_this(), [](impl& self) { self.request_stop(); });
-        if (!lease) lease = std::make_unique<lease_type>(ex, backend, opts.worker_lease(), retry, signer, clock);
+        if (!lease) lease = std::make_unique<lease_type>(ex, backend, opts.worker_lease(), retry, signer, clock, observer);
         boost::asio::co_spawn(ex, run_worker(this->shared_from_this()), [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
         });
@@ -277,7 +278,7 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
 
     void abandon() {
         abandoned = true;
-        for (auto& [id, s] : sessions) s->lose(ex);
+        for (auto& [id, s] : sessions) s->lose(ex, shard_loss::table_destroyed);
         sessions.clear();
         if (running) run_pending.complete(ex, boost::asio::error::operation_aborted);
         running = false;
@@ -329,13 +330,19 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
             auto self = weak.lock();
             if (!self || self->term != t || !self->held) return;
             self->held = false;
-            for (auto& [id, s] : self->sessions) s->lose(self->ex);
+            // The lease machine knows why the term ended: its renew deadline, or its record.
+            auto const why = self->lease && detail::lease_access::last_loss(*self->lease) ==
+                                                 detail::lease_machine::loss_cause::deadline
+                                 ? shard_loss::renew_deadline
+                                 : shard_loss::worker_lease_lost;
+            for (auto& [id, s] : self->sessions) s->lose(self->ex, why);
             self->poke();
         });
     }
 
+    // Ends the works of a term whose lease is gone (each was told at the loss already).
     void end_term() {
-        for (auto& [id, s] : sessions) s->lose(ex);
+        for (auto& [id, s] : sessions) s->lose(ex, shard_loss::worker_lease_lost);
         sessions.clear();
         awaiting.clear();
         stopped.clear();
@@ -351,9 +358,9 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
         for (auto& [id, sess] : sessions) {
             if (sess->lost || sess->ended) continue;
             auto it = view.shards.find(id);
-            if (it == view.shards.end() || !it->second.body.owned_by(opts.worker, term) ||
-                it->second.body.token != sess->grant.token)
-                sess->lose(ex);
+            if (it == view.shards.end()) sess->lose(ex, shard_loss::shard_record_missing);
+            else if (!it->second.body.owned_by(opts.worker, term) || it->second.body.token != sess->grant.token)
+                sess->lose(ex, shard_loss::shard_taken);
         }
     }
 
@@ -531,7 +538,7 @@ struct basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl : std::enabl
                                 (seen ? "owner now \"" + seen->body.owner + "\", token " + std::to_string(seen->body.token)
                                       : std::string("record missing")) +
                                 ")";
-            s->lose(ex);
+            s->lose(ex, seen ? shard_loss::shard_taken : shard_loss::shard_record_missing);
         } else if (!ec && seen && seen->body.retired) {
             s->request_stop(ex); // retired: stop at this checkpoint, not only at the next scan
             poke();

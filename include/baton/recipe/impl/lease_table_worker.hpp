@@ -10,8 +10,8 @@
 
 namespace baton {
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::register_shards(std::vector<std::string> ids, bool retire) -> awaitable<error_code> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::register_shards(std::vector<std::string> ids, bool retire) -> awaitable<error_code> {
     for (auto const& id : ids)
         if (auto ec = check_shard_id(id)) co_return ec;
     for (auto const& id : ids) {
@@ -40,8 +40,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::register_shar
     co_return error_code{};
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::snapshot() -> awaitable<std::tuple<error_code, table_snapshot>> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::snapshot() -> awaitable<std::tuple<error_code, table_snapshot>> {
     table_snapshot snap;
     detail::table_view v;
     std::string const wprefix = worker_prefix();
@@ -101,8 +101,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::snapshot() ->
     co_return std::tuple{error_code{}, std::move(snap)};
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::worker_loop() -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::worker_loop() -> awaitable<void> {
     while (!abandoned) {
         if (stopping) {
             // A worker that lost its lease before it could hand over says so: its shards
@@ -153,8 +153,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::worker_loop()
     }
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::scan() -> awaitable<void> {
     std::string const wprefix = worker_prefix();
     auto const sent = now();
     // Renewals change a worker record's version and nothing else: listing the version is
@@ -248,8 +248,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::scan() -> awa
     }
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::act() -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::act() -> awaitable<void> {
     co_await reap();
     if (!held || stopping) co_return;
     auto counts = detail::owned_counts(view);
@@ -295,8 +295,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::act() -> awai
     co_await settle_ended();
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::reap() -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::reap() -> awaitable<void> {
     for (auto& [name, w] : view.workers) {
         if (name == opts.worker || !w.decoded || w.released) continue;
         auto const window_w = detail::lease_machine::takeover_window(w.ttl, opts.max_clock_rate_skew);
@@ -339,8 +339,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::reap() -> awa
     }
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::settle_ended() -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::settle_ended() -> awaitable<void> {
     std::vector<std::string> done;
     for (auto it = sessions.begin(); it != sessions.end();) {
         auto const& s = *it->second;
@@ -361,8 +361,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::settle_ended(
     }
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::claim(std::string const& id) -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::claim(std::string const& id) -> awaitable<void> {
     auto it = view.shards.find(id);
     if (it == view.shards.end()) co_return;
     std::string const me = opts.worker;
@@ -394,8 +394,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::claim(std::st
     if (!ec && seen && held && t == term) start_session(id, *seen);
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::ask(std::string const& id, std::string const& owner) -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::ask(std::string const& id, std::string const& owner) -> awaitable<void> {
     auto it = view.shards.find(id);
     if (it == view.shards.end()) co_return;
     std::string const me = opts.worker;
@@ -422,8 +422,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::ask(std::stri
     if (!ec) awaiting[id] = now() + 2 * std::chrono::nanoseconds(opts.effective_scan_interval());
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::withdraw(std::string const& id) -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::withdraw(std::string const& id) -> awaitable<void> {
     auto it = view.shards.find(id);
     if (it == view.shards.end()) co_return;
     std::string const me = opts.worker;
@@ -440,8 +440,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::withdraw(std:
     (void)wrote;
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::poll_awaited() -> awaitable<void> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::poll_awaited() -> awaitable<void> {
     if (awaiting.empty()) co_return;
     std::vector<std::string> ids;
     for (auto const& [id, until] : awaiting) ids.push_back(id);
@@ -474,8 +474,8 @@ auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::poll_awaited(
     }
 }
 
-template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer>
-auto basic_lease_table<Backend, Clock, RetryPolicy, Signer>::impl::release_all() -> awaitable<error_code> {
+template <record_store Backend, clock_policy Clock, retry_policy RetryPolicy, signer_policy Signer, class Observer>
+auto basic_lease_table<Backend, Clock, RetryPolicy, Signer, Observer>::impl::release_all() -> awaitable<error_code> {
     for (auto& [id, s] : sessions) s->request_stop(ex);
     for (;;) {
         if (!held) break;
