@@ -1,8 +1,10 @@
 // Copyright (c) 2026 The baton authors. Distributed under the Boost Software License, Version 1.0.
-// The settled-write machines (fenced, kv), the retried reads, election's leader reads and the
-// commit protocol's operations driven directly, without I/O: every step they ask for is answered
-// by hand, so each rule is pinned to the step where it applies.
+// The settled-write machines (fenced, kv), the retried reads, election's leader reads, the
+// commit protocol's operations and the object stores' conditional-write probe driven directly,
+// without I/O: every step they ask for is answered by hand, so each rule is pinned to the step
+// where it applies.
 
+#include <baton/backend/detail/conditional_probe.hpp>
 #include <baton/recipe/detail/fenced_machine.hpp>
 #include <baton/recipe/detail/kv_machine.hpp>
 #include <baton/recipe/detail/leader_watch.hpp>
@@ -17,7 +19,9 @@
 #include <boost/asio/error.hpp>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -1240,3 +1244,172 @@ TEST_CASE("one driver, lane mode: the continuation waits, is told what leaves, r
     lane_test_driver::waited(c, call, boost::asio::error::operation_aborted);
     CHECK(log.back() == "done " + error_code(boost::asio::error::operation_aborted).message() + " after 1");
 }
+
+// ---- the conditional-write probe -----------------------------------------------------------
+// The probe against a scripted wire: each request is recorded as a line, and answered at once
+// from the script. What the cleanup sends matters to a bucket policy that refuses deletes
+// without If-Match (AWS S3's conditional-delete enforcement): the probe must pass it.
+
+namespace probe_tests {
+
+using baton::detail::probe_findings;
+using baton::detail::probe_outcome;
+
+struct script {
+    std::deque<probe_outcome> answers;
+    std::vector<std::string> sent;
+    std::optional<error_code> done;
+    probe_findings found;
+};
+
+probe_outcome ok(std::string etag = {}) {
+    probe_outcome o;
+    o.answer = "HTTP 200";
+    o.etag = std::move(etag);
+    return o;
+}
+
+probe_outcome refused(error_code ec, std::string answer) {
+    probe_outcome o;
+    o.ec = ec;
+    o.answer = std::move(answer);
+    return o;
+}
+
+// A wire of S3's kind: ETags come quoted, and the bare form is worth a try.
+struct scripted_wire {
+    std::shared_ptr<script> s;
+
+    template <class F>
+    void answer(std::string line, F&& f) const {
+        s->sent.push_back(std::move(line));
+        REQUIRE(!s->answers.empty());
+        auto o = std::move(s->answers.front());
+        s->answers.pop_front();
+        f(std::move(o));
+    }
+    template <class F>
+    void put(std::optional<std::string> if_none_match, std::optional<std::string> if_match, F&& f) const {
+        answer("put" + (if_none_match ? " if-none-match " + *if_none_match : std::string()) +
+                   (if_match ? " if-match " + *if_match : std::string()),
+               std::forward<F>(f));
+    }
+    template <class F>
+    void erase(std::optional<std::string> if_match, F&& f) const {
+        answer("erase" + (if_match ? " if-match " + *if_match : std::string()), std::forward<F>(f));
+    }
+    template <class F>
+    void read(F&& f) const {
+        answer("read", std::forward<F>(f));
+    }
+    std::optional<std::string> unquoted(std::string const& etag) const {
+        if (etag.size() < 2 || etag.front() != '"' || etag.back() != '"') return std::nullopt;
+        return etag.substr(1, etag.size() - 2);
+    }
+    void done(error_code ec, probe_findings f) const {
+        s->done = ec;
+        s->found = std::move(f);
+    }
+};
+
+std::shared_ptr<script> run_probe(std::deque<probe_outcome> answers) {
+    auto s = std::make_shared<script>();
+    s->answers = std::move(answers);
+    std::make_shared<baton::detail::conditional_probe<scripted_wire>>(scripted_wire{s})->start();
+    return s;
+}
+
+} // namespace probe_tests
+
+TEST_SUITE("conditional_probe") {
+
+using namespace probe_tests;
+
+TEST_CASE("a probe that fails midway erases its scratch object on the ETag it reads back") {
+    auto s = run_probe({ok("\"e1\""),                                      // put if absent: created
+                        refused(errc::service_unavailable, "HTTP 500"),      // put if absent again: fails the probe
+                        ok("\"e1\""),                                      // read: still the first write
+                        ok()});                                              // erase if matching: gone
+    REQUIRE(s->done);
+    CHECK(*s->done == errc::service_unavailable); // the probe's own failure, not the cleanup's
+    CHECK(s->sent == std::vector<std::string>{"put if-none-match *", "put if-none-match *", "read",
+                                              "erase if-match \"e1\""});
+    CHECK(s->answers.empty());
+}
+
+TEST_CASE("the cleanup reads again when the object changed under it; it gives up after three rounds") {
+    auto s = run_probe({ok("\"e1\""), refused(errc::service_unavailable, "HTTP 500"),
+                        ok("\"e1\""), refused(errc::precondition_failed, "HTTP 412"), // quoted: refused,
+                        refused(errc::precondition_failed, "HTTP 412"),                 // bare: refused too
+                        ok("\"e2\""), ok()});
+    REQUIRE(s->done);
+    CHECK(s->sent == std::vector<std::string>{"put if-none-match *", "put if-none-match *", "read",
+                                              "erase if-match \"e1\"", "erase if-match e1", "read",
+                                              "erase if-match \"e2\""});
+
+    // Changed before every erase: three rounds, never an unconditional erase.
+    std::deque<probe_outcome> answers{ok("\"e1\""), refused(errc::service_unavailable, "HTTP 500")};
+    for (int round = 0; round < 3; ++round) {
+        answers.push_back(ok("\"x\""));
+        answers.push_back(refused(errc::precondition_failed, "HTTP 412"));
+        answers.push_back(refused(errc::precondition_failed, "HTTP 412"));
+    }
+    s = run_probe(std::move(answers));
+    REQUIRE(s->done);
+    CHECK(s->answers.empty());
+    CHECK(s->sent.size() == 2 + 3 * 3);
+    for (auto const& line : s->sent) CHECK(line != "erase");
+}
+
+TEST_CASE("the cleanup of a missing object sends no erase; a lost erase answer is read back") {
+    probe_outcome lost = refused(errc::timeout, "");
+    lost.transport = true;
+    auto s = run_probe({lost, refused(errc::not_found, "HTTP 404 NoSuchKey")});
+    REQUIRE(s->done);
+    CHECK(*s->done == errc::timeout);
+    CHECK(s->sent == std::vector<std::string>{"put if-none-match *", "read"});
+
+    s = run_probe({ok("\"e1\""), refused(errc::service_unavailable, "HTTP 500"), ok("\"e1\""), lost,
+                   refused(errc::not_found, "HTTP 404 NoSuchKey")});
+    REQUIRE(s->done);
+    CHECK(s->sent == std::vector<std::string>{"put if-none-match *", "put if-none-match *", "read",
+                                              "erase if-match \"e1\"", "read"});
+}
+
+TEST_CASE("only a store that refuses conditional erases is cleaned up without a precondition") {
+    // Found by the probe: erase if matching a stale ETag refused as not supported.
+    auto s = run_probe({ok("\"e1\""),                                        // put if absent: created
+                        refused(errc::precondition_failed, "HTTP 412"),        // again: refused (honoured)
+                        ok("\"e2\""),                                        // put if matching: accepted
+                        refused(errc::precondition_failed, "HTTP 412"),        // stale: refused (honoured)
+                        refused(errc::invalid_argument, "HTTP 501 NotImplemented"), // erase if matching: not supported
+                        ok()});                                                // cleanup
+    REQUIRE(s->done);
+    CHECK(!*s->done);
+    CHECK(s->found.caps.supports_leases());
+    CHECK(!s->found.caps.conditional_erase);
+    CHECK(s->sent.back() == "erase");
+    CHECK(s->sent.size() == 6);
+
+    // Found by the cleanup's own erase, after a probe that failed before its erase checks.
+    s = run_probe({ok("\"e1\""), refused(errc::service_unavailable, "HTTP 500"), ok("\"e1\""),
+                   refused(errc::invalid_argument, "HTTP 501 NotImplemented"), ok()});
+    REQUIRE(s->done);
+    CHECK(s->sent == std::vector<std::string>{"put if-none-match *", "put if-none-match *", "read",
+                                              "erase if-match \"e1\"", "erase"});
+}
+
+TEST_CASE("a probe that succeeds on a store honouring every precondition leaves nothing to clean up") {
+    auto s = run_probe({ok("\"e1\""), refused(errc::precondition_failed, "HTTP 412"), ok("\"e2\""),
+                        refused(errc::precondition_failed, "HTTP 412"), refused(errc::precondition_failed, "HTTP 412"),
+                        ok(), refused(errc::not_found, "HTTP 404 NoSuchKey")});
+    REQUIRE(s->done);
+    CHECK(!*s->done);
+    CHECK(s->found.caps.conditional_erase);
+    CHECK(s->answers.empty());
+    CHECK(s->sent == std::vector<std::string>{"put if-none-match *", "put if-none-match *", "put if-match \"e1\"",
+                                              "put if-match \"e1\"", "erase if-match \"e1\"",
+                                              "erase if-match \"e2\"", "put if-match \"e1\""});
+}
+
+} // TEST_SUITE conditional_probe

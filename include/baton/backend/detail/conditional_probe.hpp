@@ -11,7 +11,9 @@
 // A Wire is a small copyable value with:
 //   void put(std::optional<std::string> if_none_match, std::optional<std::string> if_match, F f);
 //   void erase(std::optional<std::string> if_match, F f);
-//       both on the probe's scratch object, calling f(probe_outcome) once;
+//   void read(F f);
+//       all on the probe's scratch object, calling f(probe_outcome) once (a read's outcome
+//       carries the object's current ETag, or `not_found`);
 //   std::optional<std::string> unquoted(std::string const& etag) const;
 //       the bare form of an ETag to try when the quoted form is refused, or nothing when the
 //       store has one form only;
@@ -52,7 +54,12 @@ struct conditional_probe : std::enable_shared_from_this<conditional_probe<Wire>>
     std::string current;
     bool create_new_ok = false;
     bool exists = false;
+    bool erase_refused = false; // this store refuses every conditional erase: the cleanup cannot be one
     probe_findings found;
+
+    // Rounds of reading the scratch object's ETag and erasing it on that ETag, before the
+    // cleanup gives up (each round lost to a change made between the read and the erase).
+    static constexpr int cleanup_rounds = 3;
 
     explicit conditional_probe(Wire w) : wire(std::move(w)) {}
 
@@ -75,9 +82,7 @@ struct conditional_probe : std::enable_shared_from_this<conditional_probe<Wire>>
         found.caps.diag = o.diag;
         found.caps.diag.message = during + ": " + (o.diag.message.empty() ? o.ec.message() : o.diag.message);
         note(during + ": failed (" + found.caps.diag.to_string() + ")");
-        auto self = this->shared_from_this();
-        error_code const ec = o.ec;
-        wire.erase(std::nullopt, [self, ec](probe_outcome) { self->finish(ec); }); // best-effort cleanup
+        remove_scratch(o.ec); // the object may exist (or a write in doubt may have made it)
     }
 
     bool need_etag(probe_outcome const& o, std::string const& during) {
@@ -236,6 +241,7 @@ struct conditional_probe : std::enable_shared_from_this<conditional_probe<Wire>>
                 return self->missing();
             }
             if (o.transport || !unsupported(o.ec)) return self->fail(o, what);
+            self->erase_refused = true;
             self->found.erase_check = std::string(what) + ": refused with " + o.answer + " (not supported)";
             self->note(self->found.erase_check);
             self->missing();
@@ -253,6 +259,7 @@ struct conditional_probe : std::enable_shared_from_this<conditional_probe<Wire>>
                 return self->missing();
             }
             if (o.transport || !unsupported(o.ec)) return self->fail(o, what);
+            self->erase_refused = true;
             self->found.erase_check = std::string(what) + ": refused with " + o.answer +
                                       ", so no conditional erase can succeed";
             self->note(self->found.erase_check);
@@ -284,10 +291,49 @@ struct conditional_probe : std::enable_shared_from_this<conditional_probe<Wire>>
         });
     }
 
-    // 7. Remove the scratch key (unconditionally; its result does not matter).
+    // 7. Remove the scratch key; its result does not matter.
     void cleanup() {
         if (!exists) return finish({});
-        wire.erase(std::nullopt, [self = this->shared_from_this()](probe_outcome) { self->finish({}); });
+        remove_scratch({});
+    }
+
+    // The scratch object is erased on the ETag read back, never unconditionally where the
+    // store takes a conditional erase: a bucket policy that demands If-Match on deletes (AWS
+    // S3's conditional-delete enforcement) then lets baton clean up after itself. Only a store
+    // that refuses conditional erases (found by this probe, or by the cleanup's own erase) gets
+    // an unconditional one. Then the probe ends with `ec`.
+    void remove_scratch(error_code ec) {
+        if (erase_refused) return erase_unconditionally(ec);
+        remove_round(ec, 1);
+    }
+
+    void remove_round(error_code ec, int round) {
+        wire.read([self = this->shared_from_this(), ec, round](probe_outcome o) {
+            // Gone (or unreadable, or without an ETag to match): nothing to erase safely.
+            if (o.ec || o.etag.empty()) return self->finish(ec);
+            self->remove_matching(ec, round, std::move(o.etag), false);
+        });
+    }
+
+    void remove_matching(error_code ec, int round, std::string etag, bool bare) {
+        std::string const sent = bare ? *wire.unquoted(etag) : form(etag);
+        wire.erase(sent, [self = this->shared_from_this(), ec, round, etag, bare](probe_outcome o) {
+            if (!o.ec || o.ec == errc::not_found) return self->finish(ec);
+            if (o.ec == errc::precondition_failed) {
+                // A failed probe may not have learnt yet that this store compares bare ETags.
+                if (!bare && !self->found.unquoted_etags && self->wire.unquoted(etag))
+                    return self->remove_matching(ec, round, etag, true);
+            } else if (!o.transport && unsupported(o.ec)) {
+                return self->erase_unconditionally(ec); // the store takes no If-Match on an erase
+            }
+            // Changed since the read, or no answer (the erase may have landed): read again.
+            if (round < cleanup_rounds) return self->remove_round(ec, round + 1);
+            self->finish(ec);
+        });
+    }
+
+    void erase_unconditionally(error_code ec) {
+        wire.erase(std::nullopt, [self = this->shared_from_this(), ec](probe_outcome) { self->finish(ec); });
     }
 
     void finish(error_code ec) {

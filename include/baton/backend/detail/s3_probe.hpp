@@ -75,6 +75,20 @@ struct s3_probe_wire {
         channel.send(std::move(req), {}, [f = std::forward<F>(f)](s3_reply rep) mutable { f(classify(rep)); });
     }
 
+    // The scratch object's ETag (a GET: its body is the probe's own text, never an error document).
+    template <class F>
+    void read(F&& f) const {
+        auto req = st->make_request(s3_bhttp::verb::get, st->object_target(key));
+        channel.send(std::move(req), {}, [f = std::forward<F>(f)](s3_reply rep) mutable {
+            auto const status = rep.ec ? 0 : rep.res.result_int();
+            if (status < 200 || status >= 300) return f(classify(rep));
+            probe_outcome o;
+            o.answer = "HTTP " + std::to_string(status);
+            if (auto it = rep.res.find(s3_bhttp::field::etag); it != rep.res.end()) o.etag = std::string(it->value());
+            f(std::move(o));
+        });
+    }
+
     std::optional<std::string> unquoted(std::string const& etag) const { return s3_unquote(etag); }
 
     void done(error_code ec, probe_findings found) const {

@@ -376,6 +376,14 @@ struct azure_probe_wire {
         });
     }
 
+    template <class F>
+    void read(F&& f) const {
+        auto req = st->make_request(az_bhttp::verb::get, st->blob_target(key));
+        azure_send(st, std::move(req), {}, [st = st, key = key, f = std::forward<F>(f)](azure_reply rep) mutable {
+            f(classify(*st, key, rep));
+        });
+    }
+
     // Azure compares ETags as sent back: there is no other form to try.
     std::optional<std::string> unquoted(std::string const&) const { return std::nullopt; }
 
