@@ -49,8 +49,8 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
         to.max_shards = o.max_commands;
         to.poll_interval = std::min<std::chrono::milliseconds>(1000ms, std::max<std::chrono::milliseconds>(o.ttl / 10, 10ms));
         try {
-            baton::basic_lease_table<Backend, baton::steady_clock, baton::standard_retry, Signer> table(
-                ioc.get_executor(), std::move(backend), to);
+            baton::basic_lease_table<Backend, baton::steady_clock, baton::standard_retry, Signer, worker_lease_observer>
+                table(ioc.get_executor(), std::move(backend), to, {}, {}, {}, worker_lease_observer{late_renewal_margin(o.ttl)});
             return run_table(ioc, table, o, store);
         } catch (baton::config_error const& e) {
             die(exit_usage, e.what());
@@ -66,7 +66,7 @@ int dispatch(asio::io_context& ioc, Backend backend, options const& o, store_con
         cli_observer observer;
         observer.metrics_file = std::make_shared<std::string const>(o.metrics_file);
         observer.verbose = o.verbose;
-        observer.late_margin = std::chrono::duration_cast<std::chrono::nanoseconds>(o.ttl) / 6;
+        observer.late_margin = late_renewal_margin(o.ttl);
         // A path that cannot be written is a usage error, found before the lease is touched.
         if (o.command == "run" && !observer.write_metrics())
             die(exit_usage, "--metrics-file " + o.metrics_file + ": " + std::strerror(errno));

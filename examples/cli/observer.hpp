@@ -13,14 +13,34 @@ std::string millis_text(std::chrono::nanoseconds d) {
     return buf;
 }
 
+// A renewal with less than this left before its renew deadline is reported late (--log-format
+// json): renewals normally leave a third of the TTL, so half of that means trouble.
+inline std::chrono::nanoseconds late_renewal_margin(std::chrono::milliseconds ttl) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(ttl) / 6;
+}
+
+// The `renewed_late` event (JSON only: a text line would repeat at every slow renewal).
+inline void log_renewed_late(baton::lease_renewed_event const& e) {
+    log_event("renewed_late", {{"key", e.key}, {"token", e.fencing_token},
+                               {"latency_ms", std::chrono::duration_cast<std::chrono::milliseconds>(e.latency).count()},
+                               {"margin_ms", std::chrono::duration_cast<std::chrono::milliseconds>(e.margin).count()}},
+              {});
+}
+
+// The worker lease's observer in `baton table work`: its late renewals, as `run` reports its lease's.
+struct worker_lease_observer {
+    std::chrono::nanoseconds late_margin{0};
+    void on_renewed(baton::lease_renewed_event const& e) const {
+        if (json_log && e.margin < late_margin) log_renewed_late(e);
+    }
+};
+
 // The lease's observer in `baton run`: figures for --metrics-file, lines for --verbose.
 struct cli_observer {
     baton::lease_metrics metrics;
     std::shared_ptr<std::string const> metrics_file = std::make_shared<std::string const>();
     bool verbose = false;
-    // A renewal with less than this left before its renew deadline is reported late (--log-format
-    // json): renewals normally leave a third of the TTL, so half of that means trouble.
-    std::chrono::nanoseconds late_margin{0};
+    std::chrono::nanoseconds late_margin{0}; // late_renewal_margin
 
     // Written to a temporary name and renamed, so a collector never reads half a file.
     bool write_metrics() const {
@@ -58,11 +78,7 @@ struct cli_observer {
     }
     void on_renewed(baton::lease_renewed_event const& e) {
         metrics.on_renewed(e);
-        if (json_log && e.margin < late_margin)
-            log_event("renewed_late", {{"key", e.key}, {"token", e.fencing_token},
-                                       {"latency_ms", std::chrono::duration_cast<std::chrono::milliseconds>(e.latency).count()},
-                                       {"margin_ms", std::chrono::duration_cast<std::chrono::milliseconds>(e.margin).count()}},
-                      {});
+        if (json_log && e.margin < late_margin) log_renewed_late(e);
         say("renewed '" + std::string(e.key) + "' (token " + std::to_string(e.fencing_token) + ") in " +
             millis_text(e.latency) + ", " + seconds_text(e.margin) + " before the renew deadline");
         after_event();

@@ -100,10 +100,19 @@ int run_table(asio::io_context& ioc, Table& table, options const& o, store_conte
     std::string const worker = table.options().worker;
     auto const records = o.records;
     auto const step = std::chrono::nanoseconds(o.step);
-    auto work = [log, worker, records, step](typename Table::shard_type s) -> asio::awaitable<void> {
+    auto metrics = std::make_shared<table_metrics>();
+    metrics->path = o.metrics_file;
+    // A path that cannot be written is a usage error, found before any shard is claimed.
+    if (!metrics->write()) die(exit_usage, "--metrics-file " + o.metrics_file + ": " + std::strerror(errno));
+    auto work = [log, worker, records, step, metrics](typename Table::shard_type s) -> asio::awaitable<void> {
+        // A loss cancels this coroutine: its waits end with operation_aborted instead of
+        // throwing, so that the loss is logged and reported before it returns.
+        co_await asio::this_coro::throw_if_cancelled(false);
+        std::string checkpoint = s.grant().checkpoint.value_or(std::string());
         std::uint64_t n = 0;
-        if (auto const& cp = s.grant().checkpoint) std::from_chars(cp->data(), cp->data() + cp->size(), n);
+        std::from_chars(checkpoint.data(), checkpoint.data() + checkpoint.size(), n);
         log.write(worker, s.shard(), s.token(), "start", n);
+        report_shard_acquired(s, *metrics, checkpoint);
         asio::steady_timer t(co_await asio::this_coro::executor);
         while (!s.stop_requested() && (records == 0 || n < records)) {
             bool const budget = s.remaining() > step; // start a record only with the time to finish it
@@ -115,15 +124,18 @@ int run_table(asio::io_context& ioc, Table& table, options const& o, store_conte
             ++n;
             log.write(worker, s.shard(), s.token(), "record", n, decided);
             std::string value = std::to_string(n);
-            auto [cec] = co_await s.async_checkpoint(std::move(value), asio::as_tuple(asio::use_awaitable));
+            auto [cec] = co_await s.async_checkpoint(value, asio::as_tuple(asio::use_awaitable));
+            report_checkpoint(s, *metrics, value, cec);
             if (cec) {
                 log.write(worker, s.shard(), s.token(), "refused", n);
                 break;
             }
+            checkpoint = std::move(value);
         }
         // Done with the records: keep the shard (returning would give it up) until asked to stop.
         if (!s.stop_requested()) co_await s.async_wait_stop(asio::as_tuple(asio::use_awaitable));
         log.write(worker, s.shard(), s.token(), "end", n);
+        report_shard_ended(s, *metrics, checkpoint);
     };
     asio::signal_set signals(ioc, SIGTERM, SIGINT);
     signals.async_wait([&](baton::error_code ec, int) {
@@ -141,9 +153,7 @@ int run_table(asio::io_context& ioc, Table& table, options const& o, store_conte
     cmd.argv = o.argv;
     cmd.store_url = o.store;
     cmd.grace = o.grace;
-    cmd.metrics->path = o.metrics_file;
-    // A path that cannot be written is a usage error, found before any shard is claimed.
-    if (!cmd.metrics->write()) die(exit_usage, "--metrics-file " + o.metrics_file + ": " + std::strerror(errno));
+    cmd.metrics = metrics;
     if (cmd.argv.empty()) table.async_run(work, on_end);
     else
         table.async_run([&ioc, &cmd](typename Table::shard_type s) { return run_shard_command(ioc, std::move(s), cmd); },

@@ -62,6 +62,45 @@ struct table_metrics {
     }
 };
 
+// What both kinds of work (a command per shard, or the demo's numbered records) report of a
+// shard: one event each, and the figures of --metrics-file.
+template <class Shard>
+void report_shard_acquired(Shard const& s, table_metrics& m, std::string const& checkpoint) {
+    ++m.owned;
+    m.changed();
+    log_event("shard_acquired", {{"shard", s.shard()}, {"token", s.token()}, {"checkpoint", checkpoint}}, {});
+}
+
+// A checkpoint written (`ec` empty), in doubt (the next one settles it), or refused.
+template <class Shard>
+void report_checkpoint(Shard const& s, table_metrics& m, std::string const& value, baton::error_code ec) {
+    if (!ec || ec == baton::errc::unknown_outcome) {
+        ++(ec ? m.in_doubt : m.written);
+        m.changed();
+        return;
+    }
+    ++m.refused;
+    m.changed();
+    log_event("checkpoint_refused",
+              {{"shard", s.shard()}, {"token", s.token()}, {"value", value.substr(0, 64)}, {"error", ec.message()}}, {});
+}
+
+// The work of a shard ended: lost (with why), or handed over with its last checkpoint.
+template <class Shard>
+void report_shard_ended(Shard const& s, table_metrics& m, std::string const& checkpoint) {
+    --m.owned;
+    ++(s.lost() ? m.lost : m.handed_over);
+    m.changed();
+    if (s.lost())
+        log_event("shard_lost",
+                  {{"shard", s.shard()}, {"token", s.token()}, {"checkpoint", checkpoint},
+                   {"reason", baton::to_string(s.loss_reason())}},
+                  "shard " + s.shard() + " (token " + std::to_string(s.token()) + ") lost: " +
+                      baton::to_string(s.loss_reason()));
+    else
+        log_event("handed_over", {{"shard", s.shard()}, {"token", s.token()}, {"checkpoint", checkpoint}}, {});
+}
+
 // What every shard's command shares.
 struct shard_command {
     std::vector<std::string> argv;
@@ -174,7 +213,10 @@ public:
         s_.async_wait_stop(asio::bind_cancellation_slot(stop_wait_.slot(), [self](baton::error_code ec) {
             if (ec == asio::error::operation_aborted || self->exited_) return;
             // Lost: nothing it does counts any more. Asked to stop: it finishes and checkpoints.
-            self->terminate(ec == baton::errc::lease_lost ? "the shard was lost" : nullptr);
+            if (ec == baton::errc::lease_lost)
+                self->terminate(std::string("the shard was lost (") + baton::to_string(self->s_.loss_reason()) + ")");
+            else
+                self->terminate({});
         }));
         while (!(exited_ && drained_)) {
             wake_.expires_at(asio::steady_timer::time_point::max());
@@ -205,10 +247,11 @@ private:
     void notify() { wake_.cancel(); }
 
     // SIGTERM, then SIGKILL after the grace period, as `baton run` stops its command.
-    void terminate(char const* why) {
+    // `why` is empty for a graceful stop, which is not logged.
+    void terminate(std::string const& why) {
         if (terminating_ || exited_) return;
         terminating_ = true;
-        if (why != nullptr)
+        if (!why.empty())
             log_event("command_stopping", {{"shard", s_.shard()}, {"token", s_.token()}, {"reason", why}},
                       "shard " + s_.shard() + ": " + why + "; stopping the command");
         ::kill(pid_, SIGTERM);
@@ -276,19 +319,12 @@ private:
             }
             std::string value = line.substr(11);
             auto [cec] = co_await self->s_.async_checkpoint(value, asio::as_tuple(asio::use_awaitable));
-            auto& m = *self->cmd_.metrics;
+            report_checkpoint(self->s_, *self->cmd_.metrics, value, cec);
             if (!cec || cec == baton::errc::unknown_outcome) {
                 // An outcome in doubt is settled by the next checkpoint; the command may go on.
                 if (!cec) self->checkpoint_ = std::move(value);
-                ++(cec ? m.in_doubt : m.written);
-                m.changed();
                 continue;
             }
-            ++m.refused;
-            m.changed();
-            log_event("checkpoint_refused", {{"shard", self->s_.shard()}, {"token", self->s_.token()},
-                                             {"value", value.substr(0, 64)}, {"error", cec.message()}},
-                      {});
             self->refuse("checkpoint '" + value.substr(0, 64) + (value.size() > 64 ? "...'" : "'") +
                          " refused: " + cec.message());
         }
@@ -299,7 +335,7 @@ private:
 
     void refuse(std::string const& why) {
         refused_ = true;
-        terminate(why.c_str());
+        terminate(why);
     }
 };
 
@@ -307,12 +343,13 @@ private:
 // until the shard's authority ends. Returning hands the shard over (or lets it go when lost).
 template <class Shard>
 asio::awaitable<void> run_shard_command(asio::io_context& ioc, Shard s, shard_command const& cmd) {
+    // A loss cancels this coroutine: its waits end with operation_aborted instead of throwing, so
+    // that the command is still stopped and reaped, and the loss reported, before it returns.
+    co_await asio::this_coro::throw_if_cancelled(false);
     std::string checkpoint = s.grant().checkpoint.value_or(std::string());
     auto backoff = cmd.first_backoff;
     asio::steady_timer pause(ioc);
-    ++cmd.metrics->owned;
-    cmd.metrics->changed();
-    log_event("shard_acquired", {{"shard", s.shard()}, {"token", s.token()}, {"checkpoint", checkpoint}}, {});
+    report_shard_acquired(s, *cmd.metrics, checkpoint);
     while (!s.stop_requested()) {
         auto const started = std::chrono::steady_clock::now();
         auto run = std::make_shared<shard_run<Shard>>(ioc, s, cmd, checkpoint);
@@ -337,11 +374,7 @@ asio::awaitable<void> run_shard_command(asio::io_context& ioc, Shard s, shard_co
         backoff = std::min(backoff * 2, cmd.max_backoff);
     }
     // Returning hands the shard over with the last checkpoint, unless it was lost.
-    --cmd.metrics->owned;
-    ++(s.lost() ? cmd.metrics->lost : cmd.metrics->handed_over);
-    cmd.metrics->changed();
-    log_event(s.lost() ? "shard_lost" : "handed_over", {{"shard", s.shard()}, {"token", s.token()}, {"checkpoint", checkpoint}},
-              {});
+    report_shard_ended(s, *cmd.metrics, checkpoint);
 }
 
 } // namespace baton_cli
