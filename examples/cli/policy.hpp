@@ -91,7 +91,8 @@ inline int print_policy(store_url const& url, options const& o) {
         "  - s3:DeleteObject without If-Match: DeleteObject, DeleteObjects.\n"
         "baton itself passes: every PUT and DELETE it sends under the prefix carries one of them\n"
         "(leases, kv, fenced writes, lease tables, the probe's scratch keys under\n"
-        "%s), so nothing is exempted.\n"
+        "%s, deleted with If-Match on the ETag read back, also\n"
+        "after a probe that failed midway), so nothing is exempted.\n"
         "apply it (put-bucket-policy REPLACES the bucket's policy: if 'aws s3api get-bucket-policy\n"
         "--bucket %s' shows one, add these two statements to it instead):\n"
         "  baton probe --store %s --policy > policy.json\n"
@@ -103,14 +104,12 @@ inline int print_policy(store_url const& url, options const& o) {
         "  - s3:DeleteObjectVersion (a version deleted by id in a versioned bucket) and lifecycle\n"
         "    rules: keep both off the prefix;\n"
         "  - anyone allowed s3:PutBucketPolicy or s3:DeleteBucketPolicy can change or remove it;\n"
-        "  - baton's probe, when it fails midway, cleans up with an unconditional DELETE: refused\n"
-        "    here, which leaves one scratch object under %s;\n"
         "  - stores other than AWS S3 general purpose buckets: Ceph RGW 16.2 accepts the policy but\n"
         "    does not know these keys, so it lets every PUT through and refuses every DELETE under\n"
         "    the prefix, conditional or not, which fails baton's probe: apply it on AWS S3 only.\n"
         "see https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html and\n"
         "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-delete-enforce.html\n",
-        arn.c_str(), scratch.c_str(), url.path.c_str(), url.text.c_str(), url.path.c_str(), scratch.c_str());
+        arn.c_str(), scratch.c_str(), url.path.c_str(), url.text.c_str(), url.path.c_str());
     if (auto const chosen = choose_endpoint(o, "S3"); !chosen.url.empty())
         std::fprintf(stderr, "note: the endpoint %s (from %s) may not be AWS S3: see the last point above.\n",
                      chosen.url.c_str(), chosen.source.c_str());

@@ -8,10 +8,11 @@ Without a server:
   - --policy is refused, one line, exit 64: on ?lock= stores, on file:// and dynamodb://
     stores, with --json, on other commands, and with a prefix holding wildcard characters.
 Ceph RGW (BATON_S3_*; skipped with one line without them):
-  - probe, run, kv put (plain, --if-absent, --fence), kv rm and the lease table (register,
-    retire, a worker) through a recording proxy: every PUT and DELETE under the prefix carries
+  - probe, run, kv put (plain, --if-absent, --fence), kv rm, the lease table (register,
+    retire, a worker) and a probe that fails midway (the proxy answers its writes after the
+    first with a 500) through a recording proxy: every PUT and DELETE under the prefix carries
     If-None-Match or If-Match, so the policy, which exempts nothing, would let all of them
-    through; no CopyObject, no POST;
+    through; the failed probe deleted its scratch object all the same; no CopyObject, no POST;
   - what RGW 16.2 makes of the policy (for docs/stores.md): it accepts it, lets an
     unconditional PUT through, and refuses a DELETE even with If-Match.
 
@@ -84,6 +85,7 @@ def offline_checks():
           and "REPLACES the bucket's policy" in err and "not covered:" in err
           and "s3:DeleteObjectVersion" in err and "s3:PutBucketPolicy" in err
           and "locks/.baton-probe/" in err and "Ceph RGW 16.2" in err
+          and "deleted with If-Match on the ETag read back" in err and "unconditional DELETE" not in err
           and "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html" in err
           and "note: the endpoint" not in err, err)
 
@@ -114,10 +116,12 @@ def offline_checks():
 
 class Recorder(http.server.BaseHTTPRequestHandler):
     """Forwards each request to the upstream unchanged (Host included: the signature covers it) and
-    records its method, target and headers."""
+    records its method, target and headers. Under `failing` (a path prefix), every PUT after the
+    first is answered 500 InternalError without reaching the upstream."""
     protocol_version = "HTTP/1.1"
     upstream = None
     seen = []
+    failing, failing_puts = None, 0
 
     def log_message(self, *args):
         pass
@@ -126,6 +130,17 @@ class Recorder(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         Recorder.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
+        if Recorder.failing and self.command == "PUT" and self.path.startswith(Recorder.failing):
+            Recorder.failing_puts += 1
+            if Recorder.failing_puts > 1:
+                error = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
+                         b'<Message>injected by cli_policy.py</Message></Error>')
+                self.send_response_only(500, "Internal Server Error")
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(error)))
+                self.end_headers()
+                self.wfile.write(error)
+                return
         conn = http.client.HTTPConnection(Recorder.upstream, timeout=30)
         conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
         for k, v in self.headers.items():
@@ -195,6 +210,20 @@ def rgw_checks():
     shards = {s.get("shard"): s for s in json.loads(out or "{}").get("shards", [])}
     check("rgw through the proxy: the worker checkpointed shard s1", rc == 0 and shards.get("s1", {}).get("checkpoint"),
           "exit %d, stdout %r, stderr %r" % (rc, out, err))
+    # A probe that fails midway (its second write answered 500): its cleanup is one more DELETE,
+    # on the ETag it reads back, and the scratch object is gone.
+    Recorder.failing = "/%s/locks/failing/.baton-probe/" % bucket
+    rc, out, err = run(["probe", "--store", store + "/failing"], env)
+    Recorder.failing = None
+    check("rgw through the proxy: a probe whose second write gets a 500 fails, naming it",
+          rc != 0 and "InternalError" in err and Recorder.failing_puts >= 2,
+          "exit %d, %d PUTs under the failing prefix, stdout %r, stderr %r" % (rc, Recorder.failing_puts, out, err))
+    cleanup = [(m, h) for m, p, h in Recorder.seen if m == "DELETE" and p.startswith("/%s/locks/failing/" % bucket)]
+    status, listing = s3_request("GET", endpoint, region, ak, sk, "/" + bucket,
+                                 query="list-type=2&prefix=locks%2Ffailing%2F")
+    check("rgw through the proxy: the failed probe deleted its scratch object with If-Match",
+          len(cleanup) == 1 and "if-match" in cleanup[0][1] and status == 200 and "<Key>" not in listing,
+          "DELETEs %r, listing HTTP %d %s" % (cleanup, status, listing[:500]))
     # The checker's own check: a PUT without a header, sent through the proxy, must be the one flagged.
     self_test = "/%s/locks/checker-self-test" % bucket
     s3_request("PUT", env["AWS_ENDPOINT_URL_S3"], region, ak, sk, self_test, b"v")
