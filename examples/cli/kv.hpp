@@ -70,9 +70,20 @@ int run_kv(asio::io_context& ioc, Kv& kv, options const& o, store_context const&
 
     if (o.kv_action == "get") {
         kv.async_get(o.key, [&](baton::error_code ec, std::optional<baton::kv_entry> e) {
+            std::string const what = "cannot kv get '" + o.key + "'";
+            if (ec == baton::errc::not_found && !store.lock_container.empty()) {
+                // The kv recipe's reads keep no diagnostics, and either part of a composed store
+                // may be the one missing: the store's own read of the key says which (DynamoDB
+                // answers ResourceNotFoundException for the lock table, S3 NoSuchBucket).
+                kv.backend().async_get(o.key, [&, ec, what](baton::error_code again, baton::get_result r) {
+                    bool const named = again == baton::errc::not_found;
+                    code = report_store_error(store, what, named ? again : ec, named ? r.diag : baton::diagnostics{},
+                                              exit_failure);
+                });
+                return;
+            }
             if (ec) {
-                baton::kv_write_result r;
-                code = report_store_error(store, "cannot kv get '" + o.key + "'", ec, r.diag, exit_failure);
+                code = report_store_error(store, what, ec, baton::diagnostics{}, exit_failure);
                 if (ec == baton::errc::foreign_record)
                     std::fprintf(stderr, "baton: '%s' holds a record that 'baton kv' did not write\n", o.key.c_str());
                 return;

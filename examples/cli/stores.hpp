@@ -33,7 +33,8 @@ int report_store_error(store_context const& s, std::string const& doing, baton::
     int code = exit_usage;
     // A composed store has two parts, and the headline names the one that is missing: DynamoDB
     // answers a missing table with ResourceNotFoundException, S3 a missing bucket with NoSuchBucket.
-    // An answer without diagnostics (the kv recipe's reads keep none) could be either.
+    // An answer without diagnostics could be either (`kv get`, whose recipe keeps none, reads the
+    // key again from the store to find out; both are named only when that read no longer fails).
     bool const composed = !s.lock_container.empty();
     if (ec == baton::errc::not_found && composed && d.service_code == "ResourceNotFoundException") {
         line = doing + ": " + s.lock_container + " does not exist" + s.lock_location + " (" + said +
