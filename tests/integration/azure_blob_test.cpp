@@ -7,6 +7,7 @@
 // do not advance).
 #include <baton/azure.hpp>
 #include <baton/azure/shared_key.hpp>
+#include <baton/recipe/detail/lease_record.hpp>
 #include <test_common/fenced_scenarios.hpp>
 #include <test_common/http_server.hpp>
 #include <test_common/kv_scenarios.hpp>
@@ -604,6 +605,63 @@ TEST_CASE("leases on Azurite: acquire, renew, release, takeover after destructio
     if (c_held) CHECK(waited >= lease_window - lease_deadline);
     CHECK(waited < lease_window + 10s);
     REQUIRE(!run0(ioc, d->async_release()));
+}
+
+TEST_CASE("a holder whose record was taken over learns lease_lost on its next renewal") {
+    SKIP_WITHOUT_AZURITE();
+    net::io_context ioc;
+    baton::azure_blob_backend b(ioc.get_executor(), params_for(acct, container_for(acct), "lost-" + random_hex() + "/"));
+    // Probed first, so that the acquisition is one PUT: with the probe inside it, the first
+    // renewal comes due soon after it completes and races the intruder below.
+    REQUIRE(!run<baton::capabilities>(ioc, b.async_probe()).first);
+    auto opts = short_lease("k", "holder"); // renew every ~1 s, deadline at 2 s
+    baton::azure_lease a(ioc.get_executor(), b, opts);
+    auto [aec, ag] = run<baton::lease_grant>(ioc, a.async_acquire());
+    REQUIRE(!aec);
+    std::optional<error_code> lost;
+    a.async_wait_lost([&](error_code ec) { lost = ec; });
+
+    // Another writer replaces the record under the holder's version (what a takeover does). A
+    // renewal can land between its read and its write (412 ConditionNotMet): read again, and write
+    // again unless an earlier attempt landed after all.
+    baton::detail::lease_body intruder{"intruder#1", "", "nonce", ag.fencing_token + 1, false, opts.ttl};
+    std::string const intruder_body = baton::detail::encode_lease_body(intruder);
+    std::string intruder_version;
+    for (int attempt = 0; attempt < 10 && intruder_version.empty(); ++attempt) {
+        auto [gec, g] = run<baton::get_result>(ioc, b.async_get("k"));
+        REQUIRE(!gec);
+        REQUIRE(g.found);
+        if (g.found->body == intruder_body) {
+            intruder_version = g.found->version;
+            break;
+        }
+        auto pr_result = run<baton::put_result>(
+            ioc, b.async_put("k", intruder_body, precondition::matches(g.found->version)));
+        auto& pec = std::get<0>(pr_result);
+        auto& pr = std::get<1>(pr_result);
+        INFO(pr.diag.to_string());
+        if (!pec) {
+            intruder_version = pr.version;
+        } else {
+            CHECK((pec == errc::precondition_failed || baton::is_retryable(pec)));
+        }
+    }
+    REQUIRE(!intruder_version.empty());
+    auto const t0 = std::chrono::steady_clock::now(); // the intruder has landed
+    REQUIRE(run_until(ioc, [&] { return lost.has_value(); }, 30s));
+    CHECK(*lost == errc::lease_lost);
+    // Learned from the refused renewal (Azure's 412 ConditionNotMet), not from the renew deadline;
+    // the time is a generous bound (a renewal is due within a renew interval, ~1 s).
+    CHECK(a.last_diagnostics().http_status == 412);
+    CHECK(a.last_diagnostics().service_code == "ConditionNotMet");
+    CHECK(std::chrono::steady_clock::now() - t0 < lease_ttl);
+    CHECK(a.state() == baton::lease_state::lost);
+    CHECK(!a.is_held());
+    CHECK(run0(ioc, a.async_release()) == errc::lease_lost);
+    auto [gec2, g2] = run<baton::get_result>(ioc, b.async_get("k"));
+    REQUIRE(g2.found);
+    CHECK(g2.found->version == intruder_version); // the holder never overwrote the new record
+    CHECK(g2.found->body == intruder_body);
 }
 
 // One round, not in the stress rounds: the settling of doubtful writes is the recipes' code,
