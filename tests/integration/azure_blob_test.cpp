@@ -26,6 +26,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -664,42 +665,66 @@ TEST_CASE("a holder whose record was taken over learns lease_lost on its next re
     CHECK(g2.found->body == intruder_body);
 }
 
-// One round, not in the stress rounds: the settling of doubtful writes is the recipes' code,
-// stressed on RGW already, and Azurite serialises conditional writes (it never answered a racer
-// with a 5xx in its survey, tests/servers/AZURITE.md).
-TEST_CASE("32 contenders racing put(absent) on one blob: exactly one wins; 32 leases: exactly one holder") {
+// In the stress rounds, as every case of racing requests: the racers go through the Azure
+// backend's own code (its connection pool at 32 connections, the 409/412 refusals told apart
+// from unknown outcomes, writers queued behind its implicit probe), which no other store's race
+// exercises. A round takes ~0.25 s against Azurite (the 20 rounds ~5 s, ~7 CPU-seconds with
+// Azurite's). Azurite serialises conditional writes (it never answered a racer with a 5xx in its
+// survey, tests/servers/AZURITE.md), but the checks allow what the backend documents under load:
+// an unknown outcome for any racer, the winner's included.
+TEST_CASE("32 contenders racing put(absent) on one blob: exactly one wins; 32 leases: exactly one holder" *
+          doctest::test_suite("concurrency")) {
     SKIP_WITHOUT_AZURITE();
     net::io_context ioc;
     auto p = params_for(acct, container_for(acct), "race-" + random_hex() + "/");
     p.http.max_connections_per_endpoint = 32;
     baton::azure_blob_backend b(ioc.get_executor(), p);
     REQUIRE(!run<baton::capabilities>(ioc, b.async_probe()).first);
-    std::vector<std::optional<error_code>> results(32);
-    auto const key = std::string("race-") + random_hex();
-    for (std::size_t i = 0; i < results.size(); ++i)
-        b.async_put(key, "writer " + std::to_string(i), precondition::absent(),
-                    [&results, i](error_code ec, baton::put_result) { results[i] = ec; });
-    REQUIRE(run_until(ioc, [&] {
-        return std::all_of(results.begin(), results.end(), [](auto const& r) { return r.has_value(); });
-    }));
-    int wins = 0, refused = 0;
-    std::optional<std::size_t> winner;
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        if (!*results[i]) {
-            ++wins;
-            winner = i;
-        } else if (*results[i] == errc::precondition_failed) {
-            ++refused;
+    for (auto const* note : {"pre-probed", "probe raced by the writers themselves"}) {
+        INFO(note);
+        baton::azure_blob_backend racer = b;
+        if (std::string_view(note) != "pre-probed") racer = baton::azure_blob_backend(ioc.get_executor(), p);
+        std::vector<std::optional<error_code>> results(32);
+        auto const key = std::string("race-") + random_hex();
+        for (std::size_t i = 0; i < results.size(); ++i)
+            racer.async_put(key, "writer " + std::to_string(i), precondition::absent(),
+                            [&results, i](error_code ec, baton::put_result) { results[i] = ec; });
+        REQUIRE(run_until(ioc, [&] {
+            return std::all_of(results.begin(), results.end(), [](auto const& r) { return r.has_value(); });
+        }));
+        int wins = 0, refused = 0;
+        std::optional<std::size_t> winner;
+        std::set<std::string> in_doubt; // bodies of the writers whose outcome is unknown
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            auto const& r = results[i];
+            if (!*r) {
+                ++wins;
+                winner = i;
+            } else if (*r == errc::precondition_failed) {
+                ++refused;
+            } else {
+                CHECK(baton::is_retryable(*r)); // 5xx, timeouts: unknown, never a second winner
+                in_doubt.insert("writer " + std::to_string(i));
+            }
+        }
+        MESSAGE(std::string(note) << ": " << wins << " won, " << refused << " refused, " << in_doubt.size() << " unknown");
+        CHECK(wins <= 1);
+        // Exactly one write landed: the reported winner's, or else one whose outcome is unknown.
+        auto g_result = run<baton::get_result>(ioc, racer.async_get(key));
+        auto& gec = std::get<0>(g_result);
+        auto& g = std::get<1>(g_result);
+        INFO(g.diag.to_string());
+        REQUIRE(!gec);
+        if (winner) {
+            REQUIRE(g.found);
+            CHECK(g.found->body == "writer " + std::to_string(*winner));
+        } else if (g.found) {
+            INFO(g.found->body);
+            CHECK(in_doubt.count(g.found->body) == 1);
         } else {
-            CHECK(baton::is_retryable(*results[i]));
+            CHECK(refused == 0); // a refusal means some write had landed, and nothing erases it
         }
     }
-    MESSAGE(wins << " won, " << refused << " refused");
-    CHECK(wins == 1);
-    auto [gec, g] = run<baton::get_result>(ioc, b.async_get(key));
-    REQUIRE(!gec);
-    REQUIRE(g.found);
-    if (winner) CHECK(g.found->body == "writer " + std::to_string(*winner));
 
     std::vector<std::unique_ptr<baton::azure_lease>> leases;
     std::vector<std::optional<error_code>> got(32);
