@@ -5,12 +5,14 @@ Without servers (usage checks): `--interval` refuses nonsense with one line and
 exit 64; `--json` lines parse, with every field; a record that is not a lease's,
 or a reader gone while SIGPIPE is ignored, ends the watch with one line and
 exit 1; a store that refuses connections is retried and said on stderr after
-5 s, and SIGINT still exits 0. With servers, a missing table or bucket ends the
-watch with one line and exit 64.
+5 s (with --log-format json, as one read_failing event), and SIGINT still exits
+0. With servers, a missing table, bucket or container ends the watch with one
+line and exit 64 (with --log-format json, one error event).
 
 On each store (a fresh directory; a fresh table on dynalite, BATON_DYNAMODB_*;
 a fresh bucket on Ceph RGW, BATON_S3_*; s3rver objects with commits in dynalite,
-BATON_S3RVER_* and BATON_DYNAMODB_*, when both are there), one watcher runs
+BATON_S3RVER_* and BATON_DYNAMODB_*, when both are there; a fresh container on
+Azurite, BATON_AZURITE_*), one watcher runs
 `baton watch --json --interval 100ms` while five `baton run --ttl 1s` holders
 follow each other, each holding 0.6 s: the first two and the last two release,
 the third is killed with SIGKILL and its lease expires (the fourth takes over
@@ -25,18 +27,21 @@ On the file store also: with --wall-clock-tokens, the same pause is reported as
 again while the watcher was paused (the token went back) is "unknown" too.
 
 A store whose server variables are missing is skipped with one line (run under
-tests/servers/with-servers.sh dynalite rgw [s3rver]).
+tests/servers/with-servers.sh dynalite rgw [s3rver] [azurite]).
 
 Usage: cli_watch.py BATON_BINARY
 """
 import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from s3_request import create_bucket, dynamodb_call
+from s3_request import create_bucket, create_container, dynamodb_call
 
 AWS_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
             "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
             "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+# with-servers.sh exports Azurite's connection string, which would win over the account variables.
+AZURE_VARS = ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
+              "AZURE_STORAGE_SERVICE_ENDPOINT")
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 FIELDS = {"key", "holder", "token", "state", "value", "at"}
 
@@ -55,7 +60,7 @@ def check(name, ok, detail=""):
 
 
 def environment(extra):
-    env = {k: v for k, v in os.environ.items() if k not in AWS_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in AWS_VARS and k not in AZURE_VARS}
     env.update(extra)
     return env
 
@@ -201,7 +206,7 @@ def usage_checks(work):
           "exit %s, stdout %r, stderr %r" % (rc, w.lines, w.err))
 
 
-def refused_store_watcher():
+def refused_store_watcher(*extra):
     """A watcher of a DynamoDB endpoint where nothing listens: connections refused, retried."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -209,7 +214,7 @@ def refused_store_watcher():
     s.close()
     env = environment({"AWS_ACCESS_KEY_ID": "baton", "AWS_SECRET_ACCESS_KEY": "baton", "AWS_REGION": "us-east-1",
                        "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:%d" % port})
-    return Watcher("dynamodb://baton-nowhere", "k", env, "--interval", "100ms")
+    return Watcher("dynamodb://baton-nowhere", "k", env, "--interval", "100ms", *extra)
 
 
 def check_refused_store(w):
@@ -219,6 +224,32 @@ def check_refused_store(w):
     check("connections refused: still polling, said once on stderr after 5 s; SIGINT exits 0",
           said and running and rc == 0 and not w.lines and len(w.err) == 1 and "cannot read lease 'k'" in w.err[0],
           "exit %s, stdout %r, stderr %r" % (rc, w.lines, w.err))
+
+
+def check_refused_store_json(w):
+    """The same with --log-format json: the one stderr line is a read_failing event."""
+    w.wait_for(lambda _: len(w.err) >= 1, 10)
+    rc = w.stop(signal.SIGINT)
+    try:
+        events = [json.loads(l) for l in w.err]
+    except ValueError:
+        events = None
+    e = events[0] if events else {}
+    check("connections refused, --log-format json: one read_failing event on stderr with the key, the reads "
+          "and 5 s of failures; SIGINT exits 0",
+          rc == 0 and not w.lines and events is not None and len(events) == 1 and e.get("event") == "read_failing" and
+          e.get("key") == "k" and isinstance(e.get("reads"), int) and e["reads"] >= 2 and
+          isinstance(e.get("failing_ms"), int) and e["failing_ms"] >= 5000 and e.get("error") and
+          ISO_UTC.match(e.get("at") or "") is not None, "exit %s, stdout %r, stderr %r" % (rc, w.lines, w.err))
+
+
+def azurite_env():
+    """The Azure CLI's variables that reach Azurite's account, or None without Azurite."""
+    endpoint = os.environ.get("BATON_AZURITE_ENDPOINT")
+    if not endpoint:
+        return None
+    return {"AZURE_STORAGE_ACCOUNT": os.environ["BATON_AZURITE_ACCOUNT"],
+            "AZURE_STORAGE_KEY": os.environ["BATON_AZURITE_KEY"], "AZURE_STORAGE_SERVICE_ENDPOINT": endpoint}
 
 
 def missing_containers():
@@ -241,6 +272,22 @@ def missing_containers():
         lines = [l for l in p.stderr.splitlines() if l.strip()]
         check("%s: a missing %s ends the watch: exit 64, one line" % (kind, "table" if kind == "dynamodb" else "bucket"),
               p.returncode == 64 and len(lines) == 1 and "does not exist" in lines[0] and not p.stdout,
+              "exit %d, stdout %r, stderr %r" % (p.returncode, p.stdout, p.stderr))
+    # Azurite: the container's name is made up (never created); --log-format json makes the line
+    # an error event.
+    env = azurite_env()
+    if env:
+        missing = "baton-watch-missing-" + uuid.uuid4().hex[:16]
+        p = subprocess.run([baton, "watch", "--store", "azblob://" + missing, "--key", "k", "--interval", "100ms",
+                            "--log-format", "json"], env=environment(env), capture_output=True, text=True, timeout=30)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        try:
+            e = json.loads(lines[0]) if len(lines) == 1 else {}
+        except ValueError:
+            e = {}
+        check("azblob: a missing container ends the watch: exit 64, one error event naming the container",
+              p.returncode == 64 and set(e) == {"event", "message"} and e["event"] == "error" and
+              ("container '%s' does not exist" % missing) in e["message"] and not p.stdout,
               "exit %d, stdout %r, stderr %r" % (p.returncode, p.stdout, p.stderr))
 
 
@@ -291,6 +338,14 @@ def stores():
             env["AWS_ENDPOINT_URL_DYNAMODB"] = dyn
             url += "?lock=dynamodb://" + name
         out.append((kind, url, environment(env), cleanup))
+    az = azurite_env()
+    if az:
+        container = "baton-watch-" + uuid.uuid4().hex[:16]
+        create_container(az["AZURE_STORAGE_SERVICE_ENDPOINT"], az["AZURE_STORAGE_ACCOUNT"], az["AZURE_STORAGE_KEY"],
+                         container)
+        out.append(("azblob", "azblob://%s/watch" % container, environment(az), None))
+    else:
+        print("skipped azblob: BATON_AZURITE_ENDPOINT is not set (run under tests/servers/with-servers.sh azurite)")
     return out
 
 
@@ -436,12 +491,18 @@ def unknown_gaps(work):
 def main():
     started = time.time()
     work = tempfile.mkdtemp(prefix="baton-watch-usage-")
-    refused = refused_store_watcher()  # runs alongside: it needs 5 s of refusals
+    # Run alongside the checks below: they need 5 s of refusals, and are stopped before they
+    # would say it again (every 30 s), however long the stores take.
+    refused = refused_store_watcher()
+    refused_json = refused_store_watcher("--log-format", "json")
     try:
         usage_checks(work)
         unknown_gaps(work)
         missing_containers()
-        for kind, store, env, cleanup in stores():
+        made = stores()  # buckets and tables: the refusals' 5 s pass meanwhile
+        check_refused_store(refused)
+        check_refused_store_json(refused_json)
+        for kind, store, env, cleanup in made:
             try:
                 follow_terms(kind, store, env)
             finally:
@@ -450,10 +511,10 @@ def main():
                         cleanup()
                     except Exception as e:
                         print("note: could not clean up %s: %s" % (kind, e))
-        check_refused_store(refused)
     finally:
-        if refused.p.poll() is None:
-            refused.stop(signal.SIGKILL)
+        for w in (refused, refused_json):
+            if w.p.poll() is None:
+                w.stop(signal.SIGKILL)
         shutil.rmtree(work, ignore_errors=True)
     print("%d checks, %d failed (%.1f s)" % (checks, len(failures), time.time() - started))
     sys.exit(1 if failures else 0)
