@@ -165,10 +165,19 @@ int main(int argc, char** argv) {
         if (url.scheme == "azblob") {
             baton::azure_blob_backend_params p;
             baton::diagnostics d;
-            if (baton::azure::account_from_environment(p.account, d)) die(exit_usage, "azblob: " + d.message);
+            if (!o.endpoint.empty() && !baton::azure::parse_blob_address(o.endpoint, d))
+                die(exit_usage, "--endpoint: " + d.message);
+            // --endpoint stands for AZURE_STORAGE_SERVICE_ENDPOINT, so that a SAS token needs no
+            // more to name its account; a connection string's endpoint it replaces below.
+            baton::env_lookup const process = baton::process_environment();
+            baton::env_lookup const environment = [&](std::string_view name) -> std::optional<std::string> {
+                if (!o.endpoint.empty() && name == "AZURE_STORAGE_SERVICE_ENDPOINT") return o.endpoint;
+                return process(name);
+            };
+            if (baton::azure::account_from_environment(p.account, d, environment))
+                die(exit_usage, "azblob: " + d.message);
             std::string endpoint_source = "the environment";
             if (!o.endpoint.empty()) {
-                if (!baton::azure::parse_blob_address(o.endpoint, d)) die(exit_usage, "--endpoint: " + d.message);
                 p.account.blob_endpoint = o.endpoint;
                 endpoint_source = "--endpoint";
             }
