@@ -738,8 +738,8 @@ TEST_CASE("32 contenders racing put(absent) on one key: exactly one wins; 32 lea
         }
         // RGW answers racing conditional writers with 500 at times, the winner included: its
         // outcome is then unknown, as documented, so "no reported winner" is allowed.
-        MESSAGE(note << ": " << wins << " won, " << refused << " refused (412), " << in_doubt.size()
-                     << " unknown (409, 5xx, timeouts)");
+        MESSAGE(std::string(note) << ": " << wins << " won, " << refused << " refused (412), " << in_doubt.size()
+                                  << " unknown (409, 5xx, timeouts)");
         CHECK(wins <= 1);
         // Exactly one write landed: the reported winner's, or else one whose outcome is unknown.
         auto g_result = run<baton::get_result>(ioc, racer.async_get(key));
