@@ -266,10 +266,10 @@ def json_events(path):
     return events
 
 
-def wait_for(pred, seconds):
+def wait_for(pred, seconds, interval=0.05):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not pred():
-        time.sleep(0.05)
+        time.sleep(interval)
     return pred()
 
 
@@ -541,22 +541,16 @@ def max_commands(scratch, env):
                 n[s["owner"]] = n.get(s["owner"], 0) + 1
         return n
 
-    def until(pred, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not pred():
-            time.sleep(0.2)
-        return pred()
-
     procs = {}
     for name, extra in (("m", ["--max-commands", "2"]), ("n", [])):
         procs[name] = subprocess.Popen([baton, "table", "work", "--store", store, "--worker", name, "--ttl", "2s",
                                         "--grace", "1s"] + extra + ["--", "sh", "-c", script, "sh", name, log],
                                        env=env, stdout=subprocess.DEVNULL,
                                        stderr=open(os.path.join(scratch, "limit-%s.err" % name), "w"))
-        if name == "m" and not until(lambda: owned() == {"m": 2}, 10):
+        if name == "m" and not wait_for(lambda: owned() == {"m": 2}, 10, interval=0.2):
             failures.append("max-commands: the limited worker alone owns %s, not 2 shards" % owned())
         time.sleep(2 if name == "m" else 0)  # a few scans: it must claim no more
-    if not until(lambda: owned() == {"m": 2, "n": 3}, 15):
+    if not wait_for(lambda: owned() == {"m": 2, "n": 3}, 15, interval=0.2):
         failures.append("max-commands: with a worker without a limit the table is %s, not m 2 and n 3" % owned())
     limits = {w["name"]: w["max_shards"] for w in status()["workers"]}
     if limits != {"m": 2, "n": None}:
